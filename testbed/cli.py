@@ -1,0 +1,30 @@
+"""`testbed`: one Typer app, one sub-app or command per noun (see `testbed --help`).
+
+Each command lives in `testbed/commands/<noun>.py`; this file only wires them.
+"""
+
+import typer
+
+from testbed.commands import bursts, clean, doctor, report, run, sweep, topo
+
+app = typer.Typer(
+    name="testbed",
+    help=(
+        "Mininet testbed for distributed training over bursty datacenter networks.\n\n"
+        "Start with `testbed doctor` (what this kernel can emulate), then\n"
+        "`testbed run --topo fattree --burst heavy` and `testbed report results/last`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(topo.app, name="topo")
+app.add_typer(bursts.app, name="bursts")
+app.command("doctor")(doctor.doctor)
+app.command("clean")(clean.clean)
+app.command("run")(run.run)
+app.command("report")(report.report)
+app.command("sweep")(sweep.sweep)
+
+if __name__ == "__main__":
+    app()
