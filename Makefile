@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := mininet iperf3 bridge-utils iputils-ping iptables nftables
+APT_PACKAGES := mininet iperf3 bridge-utils iputils-ping iptables nftables ethtool
 TORCH := torch==2.13.0
 
 .PHONY: install test unit demo bench lint clean
