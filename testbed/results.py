@@ -1,0 +1,76 @@
+"""The run folder: creating it, merging the ranks' JSON-lines rows into Parquet, `results/last`.
+
+Workers append one JSON object per line and flush per step, so a killed run still has
+every row it finished; merging validates each table against `analysis.schema` once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from analysis import schema
+
+RANK_TABLES = ("rounds", "steps", "evals")
+
+
+def new_run_id(spec_hash: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{spec_hash[:6]}-{os.getpid() % 10000:04d}"
+
+
+def create_run_dir(out_root: Path, run_id: str) -> Path:
+    run_dir = Path(out_root) / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    return run_dir
+
+
+def point_last(out_root: Path, run_dir: Path) -> None:
+    """`results/last` -> the newest run (relative, so the folder can be moved)."""
+    link = Path(out_root) / "last"
+    tmp = Path(out_root) / f".last.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_dir.name)
+    tmp.replace(link)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a JSON-lines file; a torn last line (a killed writer) is skipped."""
+    rows = []
+    if not path.exists():
+        return rows
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def merge_rank_tables(run_dir: Path) -> dict[str, int]:
+    """Merge rank*/<table>.jsonl into <table>.parquet; returns row counts per table."""
+    counts = {}
+    for table in RANK_TABLES:
+        rows: list[dict] = []
+        for rank_dir in sorted(run_dir.glob("rank*")):
+            rows.extend(read_jsonl(rank_dir / f"{table}.jsonl"))
+        schema.write_table(run_dir, table, rows)
+        counts[table] = len(rows)
+    return counts
+
+
+def rank_meta(run_dir: Path) -> dict[int, dict]:
+    """Each rank's meta.json (transport parameters, effective socket buffers)."""
+    metas = {}
+    for rank_dir in sorted(run_dir.glob("rank*")):
+        path = rank_dir / "meta.json"
+        if path.exists():
+            try:
+                metas[int(rank_dir.name[4:])] = json.loads(path.read_text())
+            except (ValueError, json.JSONDecodeError):
+                continue
+    return metas

@@ -1,0 +1,79 @@
+import json
+
+import pandas as pd
+
+from analysis import schema
+from testbed import results, validity
+
+
+def _step(rank, step):
+    return dict(
+        run_id="r",
+        rank=rank,
+        step=step,
+        epoch=0,
+        t_start_s=float(step),
+        compute_ms=1.0,
+        comm_ms=2.0,
+        step_ms=3.0,
+        train_loss=0.5,
+        lr=0.1,
+    )
+
+
+def test_merge_keeps_rows_of_a_torn_writer(tmp_path):
+    for rank in (0, 1):
+        d = tmp_path / f"rank{rank}"
+        d.mkdir()
+        lines = [json.dumps(_step(rank, s)) for s in range(3)]
+        (d / "steps.jsonl").write_text(
+            "\n".join(lines) + ("\n" if rank else '\n{"run_id": "r", "ra')
+        )
+    counts = results.merge_rank_tables(tmp_path)
+    assert counts == {"rounds": 0, "steps": 6, "evals": 0}
+    steps = schema.read_table(tmp_path, "steps")
+    assert sorted(steps["rank"].unique()) == [0, 1]
+
+
+def test_last_points_at_newest(tmp_path):
+    a = results.create_run_dir(tmp_path, "a")
+    b = results.create_run_dir(tmp_path, "b")
+    results.point_last(tmp_path, a)
+    results.point_last(tmp_path, b)
+    assert (tmp_path / "last").resolve() == b.resolve()
+
+
+def _rounds(waits, lat=100.0):
+    return pd.DataFrame(
+        {
+            "stage": ["total"] * len(waits),
+            "is_warmup": [False] * len(waits),
+            "cpu_wait_ms": waits,
+            "latency_ms": [lat] * len(waits),
+        }
+    )
+
+
+def test_starved_above_five_percent_flagged():
+    assert not validity.judge_rounds(_rounds([0.0] * 95 + [11.0] * 5)).starved
+    v = validity.judge_rounds(_rounds([0.0] * 94 + [11.0] * 6))
+    assert v.starved and v.flagged_rounds == 6 and v.total_rounds == 100
+    assert not validity.judge_rounds(_rounds([10.0] * 10)).starved  # 10% exactly is not > 10%
+
+
+def test_cpu_pressure_and_tcp_counters_parse():
+    psi = (
+        "some avg10=1.50 avg60=0.80 avg300=0.20 total=12345\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert validity.read_cpu_pressure(psi) == {
+        "some_avg10": 1.5,
+        "some_total": 12345.0,
+        "full_avg10": 0.0,
+        "full_total": 0.0,
+    }
+    netstat = "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 7 3\n"
+    snmp = "Ip: Forwarding\nIp: 1\nTcp: RtoAlgorithm RetransSegs\nTcp: 1 42\n"
+    c = validity.parse_tcp_counters(netstat, snmp)
+    assert c == {"TCPTimeouts": 7, "TCPLossProbes": 3, "RetransSegs": 42}
+    assert validity.counter_delta(c, {**c, "TCPTimeouts": 10})["TCPTimeouts"] == 3

@@ -1,0 +1,58 @@
+import pytest
+
+from testbed.spec import RunSpec, SpecError, build_spec
+
+
+def test_defaults_are_the_main_job():
+    s = RunSpec()
+    assert (s.topo, s.k, s.bw, s.workers, s.transport, s.model, s.seed) == (
+        "fattree",
+        4,
+        100.0,
+        4,
+        "dblp",
+        "cnn",
+        0,
+    )
+    assert s.pace == pytest.approx(95.0)
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        ({"k": 3}, "k"),
+        ({"bw": -1}, "bw"),
+        ({"transport": "quic"}, "transport"),
+        ({"workers": 0}, "workers"),
+        ({"queue": 1}, "queue"),
+        ({"bogus": 1}, "bogus"),
+    ],
+)
+def test_bad_flags_name_the_field(flags, field):
+    with pytest.raises(SpecError) as e:
+        build_spec(**flags)
+    assert field in str(e.value)
+
+
+def test_config_file_and_flags_merge(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[run]\ntransport = "tcp"\nbw = 50.0\nseed = 7\n')
+    s = build_spec(cfg, seed=9, transport=None)
+    assert (s.transport, s.bw, s.seed) == ("tcp", 50.0, 9)
+
+
+def test_bad_config_names_the_file(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("transport = \n")
+    with pytest.raises(SpecError, match="config"):
+        build_spec(cfg)
+    with pytest.raises(SpecError, match="does not exist"):
+        build_spec(tmp_path / "missing.toml")
+
+
+def test_hash_ignores_presentation_but_not_measurement(tmp_path):
+    a = RunSpec()
+    assert a.spec_hash() == RunSpec(out=tmp_path).spec_hash()
+    assert a.spec_hash() != RunSpec(seed=1).spec_hash()
+    assert a.spec_hash() != RunSpec(burst="heavy").spec_hash()
+    assert len(a.spec_hash()) == 12
