@@ -1,0 +1,377 @@
+"""One run, end to end: spec -> network -> bursts -> workers -> results folder.
+
+The order is the contract of `testbed run`: validate everything before the machine is
+touched; then capability probe and mechanism choice, topology, live network (ECMP hash
+seed from the run seed), connectivity check, workers placed round-robin across pods,
+burst schedule started at rank 0's first training step, progress, merge, revert,
+teardown. Every exit path (ok, worker failure, hang, SIGINT, SIGTERM) leaves a run.json
+with its status and reason and keeps the rows the workers had written.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import queue
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from analysis import schema
+from testbed import results, validity
+from testbed.launch import Placement, WorkerGroup, worker_argv
+from testbed.spec import RunSpec, SpecError
+
+REPO = Path(__file__).resolve().parent.parent
+PING_TIMEOUT_S = 2
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM during a run."""
+
+
+@dataclass
+class RunOutcome:
+    status: str
+    run_dir: Path | None
+    summary: dict = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What was resolved from the spec before anything touched the machine."""
+
+    spec: RunSpec
+    topo: object
+    preset: object
+    worker_hosts: tuple[str, ...]
+
+
+def make_topology(spec: RunSpec):
+    from topologies import build, load_topology_file
+
+    if spec.topo_file is not None:
+        return load_topology_file(spec.topo_file)
+    params = {
+        "fattree": {"k": spec.k, "hosts_per_edge": spec.hosts_per_edge},
+        "leafspine": {
+            "leaves": spec.leaves,
+            "spines": spec.spines,
+            "hosts_per_leaf": spec.hosts_per_leaf,
+        },
+        "dumbbell": {"n": spec.n},
+        "star": {"n": spec.n},
+    }[spec.topo]
+    return build(spec.topo, mbps=spec.bw, queue=spec.queue, **params)
+
+
+def plan(spec: RunSpec) -> Plan:
+    """Resolve topology, preset and placement; raise SpecError naming the field. No side effects."""
+    from testbed import presets, schedule
+
+    try:
+        topo = make_topology(spec)
+    except (ValueError, KeyError) as e:
+        raise SpecError("topo_file" if spec.topo_file else "topo", str(e)) from e
+    try:
+        preset = presets.load(spec.burst)
+    except (ValueError, KeyError, FileNotFoundError) as e:
+        raise SpecError("burst", str(e)) from e
+    n_hosts = len(topo.hosts)
+    if spec.workload in ("train", "allreduce"):
+        if spec.workers > n_hosts:
+            raise SpecError(
+                "workers", f"{spec.workers} workers but the topology has {n_hosts} hosts"
+            )
+        hosts = tuple(schedule.place_workers(topo, spec.workers))
+    else:
+        hosts = ()
+    for name in (spec.probe_src, spec.probe_dst):
+        if name is not None and name not in {h.name for h in topo.hosts}:
+            raise SpecError("probe_src/probe_dst", f"{name} is not a host of the topology")
+    return Plan(spec, topo, preset, hosts)
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("dblp-testbed", "torch", "mininet", "numpy", "pandas", "pyroute2"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _git() -> tuple[str, bool]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+
+    try:
+        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.TimeoutExpired):
+        return "", False
+
+
+def expected_duration_s(spec: RunSpec) -> float:
+    """A generous estimate of the measured part, so the schedule covers >= 3x of it."""
+    if spec.workload in ("iperf3", "ping"):
+        return spec.duration_s
+    bound_s = 2 * spec.size_mib * 8 * 1.048576 / spec.bw  # ~2 x S/B per round
+    if spec.workload == "allreduce":
+        return spec.rounds * (bound_s + spec.interval_ms / 1000)
+    steps = spec.steps or spec.epochs * 60
+    return steps * max(bound_s, 0.2)
+
+
+class _Signals:
+    """Turn SIGINT/SIGTERM into `Interrupted` in the main thread for the run's duration."""
+
+    def __enter__(self):
+        self.received: str | None = None
+        self._old = {}
+
+        def handler(signum, _frame):
+            self.received = signal.Signals(signum).name
+            raise Interrupted(self.received)
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        return False
+
+
+def run_experiment(
+    spec: RunSpec,
+    out_root: Path | None = None,
+    run_id: str | None = None,
+    on_event: Callable[[dict], None] | None = None,
+) -> RunOutcome:
+    """Run one experiment; never raises for run-time failures (they land in run.json)."""
+    p = plan(spec)  # SpecError propagates: nothing was touched
+    out_root = Path(out_root or spec.out)
+    run_id = run_id or spec.run_id or results.new_run_id(spec.spec_hash())
+    out_root.mkdir(parents=True, exist_ok=True)
+    run_dir = results.create_run_dir(out_root, run_id)
+    commit, dirty = _git()
+    info = schema.RunInfo(
+        run_id=run_id,
+        status="running",
+        workload=spec.workload,
+        transport=spec.transport if spec.workload in ("train", "allreduce") else "",
+        preset=p.preset.name,
+        preset_hash=p.preset.hash,
+        seed=spec.seed,
+        spec=spec.model_dump(mode="json"),
+        spec_hash=spec.spec_hash(),
+        versions=_versions(),
+        git_commit=commit,
+        git_dirty=dirty,
+        kernel=platform.release(),
+        nproc=os.cpu_count() or 0,
+        monotonic_anchor_s=time.monotonic(),
+        realtime_anchor_s=time.time(),
+        worker_hosts={str(r): h for r, h in enumerate(p.worker_hosts)},
+    )
+    if spec.workers > (os.cpu_count() or 1) and spec.workload in ("train", "allreduce"):
+        info.oversubscribed = True
+        info.warnings.append(f"oversubscribed: {spec.workers} workers on {os.cpu_count()} cores")
+    results.point_last(out_root, run_dir)
+    schema.write_run_info(run_dir, info)
+    emit = on_event or (lambda _e: None)
+    started = time.monotonic()
+    try:
+        with _Signals():
+            _execute(p, info, run_dir, emit)
+        info.status, info.reason = "ok", ""
+    except Interrupted as e:
+        info.status, info.reason = "interrupted", f"received {e}"
+    except KeyboardInterrupt:
+        info.status, info.reason = "interrupted", "received SIGINT"
+    except RunFailed as e:
+        info.status, info.reason = "failed", str(e)
+    except Exception as e:  # noqa: BLE001 - any failure must still land in run.json
+        info.status, info.reason = "failed", f"{type(e).__name__}: {e}"
+    info.wall_s = time.monotonic() - started
+    _finish(info, run_dir, p)
+    return RunOutcome(info.status, run_dir, info.summary, info.reason)
+
+
+class RunFailed(RuntimeError):
+    """A worker died, hung, or the network could not carry the run."""
+
+
+def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict], None]) -> None:
+    from testbed import capabilities, schedule
+    from testbed.network import live_network
+    from testbed.scheduler import BurstScheduler
+
+    spec = p.spec
+    caps = capabilities.probe()
+    info.capabilities = caps.to_dict()
+    backend, why = capabilities.choose_impairment(spec.impair, caps)
+    info.impairment_backend, info.impairment_reason = backend, why
+    emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})
+    with live_network(p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms) as net:
+        info.sysctls = dict(getattr(net, "sysctls", {}) or {})
+        _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
+        events = schedule.generate(
+            p.preset, p.topo, list(p.worker_hosts), expected_duration_s(spec) * 3, spec.seed
+        )
+        sched = BurstScheduler(net, events, backend, info.run_id)
+        sched.prepare()
+        hosts = p.worker_hosts
+        before = {h: _tcp_counters(net, h) for h in hosts}
+        bursts_rows: list[dict] = []
+        try:
+            if spec.workload in ("train", "allreduce"):
+                _run_workers(p, net, sched, info, run_dir, emit)
+            else:
+                _run_probe(p, net, sched, info, run_dir, emit)
+        finally:
+            bursts_rows = sched.stop()
+            schema.write_table(run_dir, "bursts", bursts_rows)
+            info.tcp_counters = {
+                h: validity.counter_delta(before[h], _tcp_counters(net, h)) for h in hosts
+            }
+            emit({"event": "phase", "what": "bursts reverted, network down"})
+
+
+def _check_connectivity(net, hosts: tuple[str, ...]) -> None:
+    """Every worker reaches every other (one ARP warm-up try, then a real one)."""
+    for src in hosts:
+        for dst in hosts:
+            if src == dst:
+                continue
+            ip = net.topo.host_ip(dst)
+            argv = ["ping", "-c1", "-W", str(PING_TIMEOUT_S), ip]
+            for attempt in range(3):
+                try:
+                    net.exec(src, argv, timeout=PING_TIMEOUT_S + 3)
+                    break
+                except Exception as e:  # noqa: BLE001 - KernelError or timeout; retry then fail
+                    if attempt == 2:
+                        raise RunFailed(f"connectivity check: {src} cannot reach {dst}: {e}") from e
+
+
+def _tcp_counters(net, host: str) -> dict[str, int]:
+    try:
+        netstat = net.exec(host, ["cat", "/proc/net/netstat"], timeout=5)
+        snmp = net.exec(host, ["cat", "/proc/net/snmp"], timeout=5)
+    except Exception:  # noqa: BLE001 - counters are diagnostics, never a reason to fail
+        return {}
+    return validity.parse_tcp_counters(netstat, snmp)
+
+
+def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:
+    spec = p.spec
+    placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
+    env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
+    procs = []
+    for rank, host in enumerate(placement.hosts):
+        argv = worker_argv(spec, placement, rank, run_dir, info.run_id)
+        proc = net.node(host).popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=str(REPO),
+            env=env,
+        )
+        net.register_process(proc, f"worker rank {rank}")
+        procs.append(proc)
+    group = WorkerGroup(procs, run_dir)
+    group.start_readers()
+    names = ", ".join(placement.hosts)
+    emit({"event": "phase", "what": f"{len(procs)} workers started on {names}"})
+    last_progress = time.monotonic()
+    try:
+        while True:
+            try:
+                ev = group.events.get(timeout=0.2)
+            except queue.Empty:
+                ev = None
+            if ev is not None:
+                last_progress = time.monotonic()
+                if ev.get("event") == "t0":
+                    info.t0_s = float(ev["t_s"])
+                    sched.start(info.t0_s)
+                emit(ev)
+                continue
+            failed = group.failed()
+            if failed:
+                rank, code = failed
+                raise RunFailed(f"worker rank {rank} exited with code {code}:\n{group.tail(rank)}")
+            if group.all_done():
+                break
+            if time.monotonic() - last_progress > spec.timeout_s:
+                raise RunFailed(f"no progress from the workers for {spec.timeout_s:.0f} s")
+    finally:
+        group.stop()
+        info.socket_buffers = {}
+        for rank, meta in results.rank_meta(run_dir).items():
+            for key, value in (meta.get("socket_buffers") or {}).items():
+                info.socket_buffers[f"rank{rank}.{key}"] = int(value)
+            if rank == 0:
+                info.transport_params = meta.get("transport") or {}
+
+
+def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:
+    from testbed import probes
+
+    spec = p.spec
+    hosts = [h.name for h in p.topo.hosts]
+    src = spec.probe_src or hosts[0]
+    dst = spec.probe_dst or hosts[-1]
+    what = f"{spec.workload} probe {src} -> {dst} for {spec.duration_s}s"
+    emit({"event": "phase", "what": what})
+    rows = probes.run_probe(
+        net, sched, spec.workload, src, dst, spec.duration_s, run_id=info.run_id
+    )
+    info.t0_s = getattr(sched, "t0", None)
+    schema.write_table(run_dir, "probes", rows)
+
+
+def _finish(info: schema.RunInfo, run_dir: Path, p: Plan) -> None:
+    """Merge, judge, summarize; run.json is written whatever happened before."""
+    try:
+        results.merge_rank_tables(run_dir)
+        rounds = schema.read_table(run_dir, "rounds")
+        verdict = validity.judge_rounds(rounds)
+        info.starved = verdict.starved
+        if verdict.starved:
+            info.warnings.append(
+                f"starved: {verdict.flagged_rounds}/{verdict.total_rounds} rounds waited "
+                f"> {validity.FLAG_WAIT_FRACTION:.0%} of their latency for a CPU"
+            )
+        info.cpu_pressure = validity.read_cpu_pressure()
+        info.summary = _summary(info, run_dir)
+    except Exception as e:  # noqa: BLE001 - keep run.json even if merging failed
+        info.warnings.append(f"merge/summary failed: {type(e).__name__}: {e}")
+    schema.write_run_info(run_dir, info)
+
+
+def _summary(info: schema.RunInfo, run_dir: Path) -> dict:
+    from analysis import tables
+
+    s = dict(tables.summary(run_dir))
+    steps = schema.read_table(run_dir, "steps")
+    s["steps"] = int(steps["step"].max() + 1) if not steps.empty else 0
+    s.update(
+        status=info.status,
+        run_dir=str(run_dir),
+        wall_s=round(info.wall_s or 0.0, 2),
+        warnings=list(info.warnings),
+        starved=info.starved,
+    )
+    return s
