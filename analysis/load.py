@@ -1,0 +1,149 @@
+"""Load run folders into tidy frames, each row tagged with what run it came from.
+
+Every table row gets the run's identity from run.json (workload, transport, label, preset,
+seed, spec_hash, repeat, status, starved), so one groupby answers "per transport and preset"
+across any number of runs. `label` separates the variants of one transport that a benchmark
+compares side by side (tcp at two RTO minima, optireduce adaptive/fixed, dblp with phase off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.schema import TABLE_FILES, RunInfo, empty, read_run_info, read_table
+
+#: Columns joined from run.json onto every table row.
+RUN_COLUMNS = (
+    "run_id",
+    "workload",
+    "transport",
+    "label",
+    "preset",
+    "seed",
+    "spec_hash",
+    "repeat",
+    "status",
+    "starved",
+)
+
+#: A spec field and its default: a run whose field differs gets a label suffix.
+DEFAULT_TCP_RTO_MIN_MS = 200.0
+
+
+def label_of(info: RunInfo) -> str:
+    """Display name of the run's transport variant, e.g. "tcp-rto5ms", "optireduce-fixed"."""
+    spec = info.spec
+    if spec.get("label"):
+        return str(spec["label"])
+    t = info.transport or str(spec.get("transport", ""))
+    if t == "tcp":
+        rto = float(spec.get("tcp_rto_min_ms", DEFAULT_TCP_RTO_MIN_MS))
+        return t if rto == DEFAULT_TCP_RTO_MIN_MS else f"tcp-rto{rto:g}ms"
+    if t == "optireduce" and spec.get("optireduce_mode", "adaptive") != "adaptive":
+        return f"optireduce-{spec['optireduce_mode']}"
+    if t == "dblp" and spec.get("phase", "on") == "off":
+        return "dblp-phase-off"
+    return t
+
+
+def _repeat_of(info: RunInfo) -> int | None:
+    r = info.spec.get("repeat")
+    return int(r) if r is not None else None
+
+
+def _info_row(run_dir: Path, info: RunInfo) -> dict:
+    return {
+        "run_id": info.run_id,
+        "workload": info.workload,
+        "transport": info.transport or str(info.spec.get("transport", "")),
+        "label": label_of(info),
+        "preset": info.preset,
+        "seed": info.seed,
+        "spec_hash": info.spec_hash,
+        "repeat": _repeat_of(info),
+        "status": info.status,
+        "reason": info.reason,
+        "starved": info.starved,
+        "oversubscribed": info.oversubscribed,
+        "warnings": "; ".join(info.warnings),
+        "wall_s": info.wall_s,
+        "t0_s": info.t0_s,
+        "dir": str(run_dir),
+    }
+
+
+def _fill_repeats(runs: pd.DataFrame) -> pd.Series:
+    """Repeat index: run.json's spec["repeat"], else the seed's rank within its group.
+
+    Sweeps use seed = base_seed + repeat, so the rank of the seed recovers the repeat.
+    """
+    keys = ["workload", "label", "preset"]
+    by_seed = runs.groupby(keys)["seed"].rank(method="dense").astype("int64") - 1
+    return runs["repeat"].fillna(by_seed).astype("int64")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Runs and their tables; each table carries RUN_COLUMNS. `runs` has one row per run."""
+
+    runs: pd.DataFrame
+    rounds: pd.DataFrame
+    steps: pd.DataFrame
+    evals: pd.DataFrame
+    bursts: pd.DataFrame
+    probes: pd.DataFrame
+
+    def table(self, name: str) -> pd.DataFrame:
+        return getattr(self, name)
+
+
+def _tag(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Join the run identity onto a table's rows (the table's own columns win)."""
+    extra = [c for c in RUN_COLUMNS if c == "run_id" or c not in df.columns]
+    return df.merge(runs[extra], on="run_id", how="left")
+
+
+def load_runs(run_dirs: Iterable[Path]) -> Runs:
+    """Read run.json and every table of each folder; rows keyed by run.json's run_id.
+
+    Table rows are re-keyed to run.json's run_id, so a folder that was renamed or whose
+    workers used another id still joins with its own run.
+    """
+    infos, tables = [], {name: [] for name in TABLE_FILES}
+    for d in run_dirs:
+        d = Path(d)
+        info = read_run_info(d)
+        infos.append(_info_row(d, info))
+        for name in TABLE_FILES:
+            t = read_table(d, name)
+            if not t.empty:
+                tables[name].append(t.assign(run_id=info.run_id))
+    if not infos:
+        raise ValueError("no run folders given")
+    runs = pd.DataFrame(infos)
+    if runs["run_id"].duplicated().any():
+        dup = sorted(runs.loc[runs["run_id"].duplicated(), "run_id"])
+        raise ValueError(f"run ids appear in more than one folder: {dup}")
+    runs["repeat"] = _fill_repeats(runs)
+    frames = {}
+    for name, parts in tables.items():
+        df = pd.concat(parts, ignore_index=True) if parts else empty(name)
+        frames[name] = _tag(df, runs)
+    return Runs(runs=runs, **frames)
+
+
+def load_run(run_dir: Path) -> Runs:
+    return load_runs([run_dir])
+
+
+def origins(runs: Runs) -> pd.Series:
+    """Time zero of each run (by run_id): run.json t0_s (first training step, where the
+    burst schedule starts), else the first step's start, else the first round's start."""
+    first_step = runs.steps.groupby("run_id")["t_start_s"].min()
+    first_round = runs.rounds.groupby("run_id")["t_start_s"].min()
+    t0 = runs.runs.set_index("run_id")["t0_s"].astype(float)
+    return t0.fillna(first_step).fillna(first_round).rename("origin_s")

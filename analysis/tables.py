@@ -1,0 +1,387 @@
+"""The report's tables, from loaded runs: latency, comparisons, training, loss, validity, paper.
+
+Definitions (one place, so every table agrees):
+- A round is the `total` rows of one (run, round), warm-up rounds excluded; its latency is the
+  max over ranks (a round is done when its slowest rank is), its span min start..max end, its
+  delivered loss the mean over ranks. In-burst by `analysis.windows` (applied times).
+- Quantiles pool the rounds of all repeats of a group and follow the 10/(1-q) rule.
+- Per-run figures (mean in-burst latency, training time, final accuracy, ...) aggregate over
+  repeats to mean ± 95% CI. Comparisons pair repeats by repeat index when both sides have the
+  same repeats (same seeds, hence the same bursts), else fall back to unpaired intervals.
+- Burst-round speedup = baseline's mean in-burst round latency / the transport's; end-to-end
+  reduction = 1 - training time / baseline's. Baselines are the `tcp` and `optireduce` labels;
+  the paper's ratios use `optireduce` labels only, never `tcp`.
+- Training time = rank 0's first step start to its last step end (excludes set-up), falling
+  back to run.json wall_s for a run without steps.
+- Every group table carries `validity`: "starved k/n", "failed k/n", ... so a run the emulator
+  could not keep up with, or that did not finish, is visible wherever it was used.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import Runs, load_run, origins
+from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
+from analysis.windows import applied_windows, in_burst
+
+GROUP = ["workload", "label", "preset"]
+BASELINE_TRANSPORTS = ("tcp", "optireduce")
+PAPER_BASELINE = "optireduce"
+#: Published figures of the DBLP paper, both vs OptiReduce (its bounded-time baseline).
+PUBLISHED = {"e2e_reduction_mean": 0.244, "e2e_reduction_max": 0.339, "burst_speedup_max": 5.88}
+#: A round whose CPU run-queue wait exceeds this fraction of its latency is flagged (DESIGN §7).
+FLAG_WAIT_FRACTION = 0.10
+DEFAULT_TARGET_FRACTION = 0.95
+
+
+def round_level(runs: Runs) -> pd.DataFrame:
+    """One row per (run, round): latency (max over ranks), span, loss, in_burst, t_rel_s
+    (seconds since the run's origin_s, see `analysis.load.origins`)."""
+    r = runs.rounds
+    r = r[(r["stage"] == "total") & ~r["is_warmup"].astype(bool)]
+    cols = {
+        "latency_ms": ("latency_ms", "max"),
+        "t_start_s": ("t_start_s", "min"),
+        "t_end_s": ("t_end_s", "max"),
+        "delivered_loss": ("delivered_loss", "mean"),
+        "epsilon": ("epsilon", "max"),
+        "nacks": ("nacks", "sum"),
+        "retx_pkts": ("retx_pkts", "sum"),
+        "cap_hit": ("cap_hit", "any"),
+        "cpu_wait_ms": ("cpu_wait_ms", "max"),
+        "iter": ("iter", "min"),
+        "train_phase": ("train_phase", "first"),
+    }
+    g = r.groupby(["run_id", "round"], as_index=False).agg(**cols)
+    info = runs.runs[["run_id", *GROUP, "repeat", "status", "starved"]]
+    g = g.merge(info, on="run_id", how="left")
+    g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
+    g["origin_s"] = g["run_id"].map(origins(runs))
+    g["t_rel_s"] = g["t_start_s"] - g["origin_s"]
+    return g
+
+
+def _flags(runs_df: pd.DataFrame) -> str:
+    """e.g. "starved 1/3, failed 1/3"; empty when every run is ok and fed."""
+    n = len(runs_df)
+    out = []
+    k = int(runs_df["starved"].astype(bool).sum())
+    if k:
+        out.append(f"starved {k}/{n}")
+    for status in ("failed", "interrupted", "running"):
+        k = int((runs_df["status"] == status).sum())
+        if k:
+            out.append(f"{status} {k}/{n}")
+    return ", ".join(out)
+
+
+def _train_span(steps: pd.DataFrame) -> tuple[float, float]:
+    s = steps[steps["rank"] == steps["rank"].min()]
+    if s.empty:
+        return math.nan, math.nan
+    return float(s["t_start_s"].min()), float((s["t_start_s"] + s["step_ms"] / 1000.0).max())
+
+
+def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
+    """One row per run: the per-run quantities the tables aggregate over repeats."""
+    rl = round_level(runs)
+    windows = applied_windows(runs.bursts)
+    rows = []
+    for info in runs.runs.itertuples(index=False):
+        r = rl[rl["run_id"] == info.run_id]
+        s = runs.steps[runs.steps["run_id"] == info.run_id]
+        e = runs.evals[runs.evals["run_id"] == info.run_id].sort_values("step")
+        t_first, t_last = _train_span(s)
+        train_s = t_last - t_first if not math.isnan(t_first) else float(info.wall_s or math.nan)
+        origin = t_first if not math.isnan(t_first) else float(info.t0_s or math.nan)
+        tta = math.nan
+        if target_acc is not None and not e.empty:
+            hit = e[e["test_acc"] >= target_acc]
+            if not hit.empty:
+                tta = float(hit["t_s"].iloc[0]) - origin
+        n_steps = int(s["step"].nunique()) if not s.empty else 0
+        n_bursts = int((windows["run_id"] == info.run_id).sum())
+        inb, outb = r[r["in_burst"]], r[~r["in_burst"]]
+        flagged = r["cpu_wait_ms"] > FLAG_WAIT_FRACTION * r["latency_ms"]
+        rows.append(
+            {
+                "run_id": info.run_id,
+                **{k: getattr(info, k) for k in GROUP},
+                "transport": info.transport,
+                "repeat": info.repeat,
+                "status": info.status,
+                "starved": bool(info.starved),
+                "rounds": len(r),
+                "burst_rounds": len(inb),
+                "burst_mean_ms": float(inb["latency_ms"].mean()) if len(inb) else math.nan,
+                "nonburst_mean_ms": float(outb["latency_ms"].mean()) if len(outb) else math.nan,
+                "loss_in": float(inb["delivered_loss"].mean()) if len(inb) else math.nan,
+                "loss_out": float(outb["delivered_loss"].mean()) if len(outb) else math.nan,
+                "loss_mean": float(r["delivered_loss"].mean()) if len(r) else math.nan,
+                "nacks": int(r["nacks"].sum()),
+                "retx_pkts": int(r["retx_pkts"].sum()),
+                "cap_hits": int(r["cap_hit"].sum()),
+                "cap_hit_frac": float(r["cap_hit"].mean()) if len(r) else math.nan,
+                "flagged_frac": float(flagged.mean()) if len(r) else math.nan,
+                "train_s": train_s,
+                "tta_s": tta,
+                "final_acc": float(e["test_acc"].iloc[-1]) if not e.empty else math.nan,
+                "drift_max": float(e["replica_drift"].max()) if not e.empty else math.nan,
+                "steps": n_steps,
+                "bursts": n_bursts,
+                "bursts_per_100_steps": 100.0 * n_bursts / n_steps if n_steps else math.nan,
+                "comm_fraction": (
+                    float(s["comm_ms"].sum() / s["step_ms"].sum())
+                    if not s.empty and s["step_ms"].sum() > 0
+                    else math.nan
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def default_target(metrics: pd.DataFrame) -> float | None:
+    """95% of the lowest group-mean final accuracy: a target every group can be timed to."""
+    acc = metrics.groupby(GROUP)["final_acc"].mean().dropna()
+    if acc.empty:
+        return None
+    return round(DEFAULT_TARGET_FRACTION * float(acc.min()), 4)
+
+
+def _est(prefix: str, e: Estimate) -> dict:
+    return {prefix: e.mean, f"{prefix}_lo": e.lo, f"{prefix}_hi": e.hi}
+
+
+def latency_table(runs: Runs, rl: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per group: round latency p50/p99/max in and outside bursts (pooled over repeats)."""
+    rl = round_level(runs) if rl is None else rl
+    rows = []
+    for key, g in rl.groupby(GROUP):
+        row = dict(zip(GROUP, key, strict=True))
+        row["runs"] = g["run_id"].nunique()
+        for name, part in (("all", g), ("in", g[g["in_burst"]]), ("out", g[~g["in_burst"]])):
+            lat = part["latency_ms"].to_numpy()
+            row[f"rounds_{name}"] = len(lat)
+            row[f"p50_{name}_ms"] = str(quantile(lat, 0.50))
+            row[f"p99_{name}_ms"] = str(quantile(lat, 0.99))
+            row[f"max_{name}_ms"] = float(lat.max()) if len(lat) else math.nan
+        row["validity"] = _flags(runs.runs[runs.runs["run_id"].isin(g["run_id"])])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _paired(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Values of col for two groups, paired by repeat when their repeats coincide."""
+    a, b = a.dropna(subset=[col]), b.dropna(subset=[col])
+    if len(a) > 0 and sorted(a["repeat"]) == sorted(b["repeat"]) and a["repeat"].is_unique:
+        a, b = a.sort_values("repeat"), b.sort_values("repeat")
+        return a[col].to_numpy(), b[col].to_numpy(), True
+    return a[col].to_numpy(), b[col].to_numpy(), False
+
+
+def _baselines(metrics: pd.DataFrame, transports: tuple[str, ...]) -> list[str]:
+    """Labels of the runs whose transport is a baseline (e.g. "tcp", "tcp-rto5ms")."""
+    return sorted(metrics.loc[metrics["transport"].isin(transports), "label"].unique())
+
+
+def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) -> pd.DataFrame:
+    """Per (workload, preset, label, baseline): burst-round speedup, e2e reduction, Δ accuracy."""
+    rows = []
+    bases = _baselines(metrics, baseline_transports)
+    for (workload, preset), g in metrics.groupby(["workload", "preset"]):
+        for base in bases:
+            b = g[g["label"] == base]
+            if b.empty:
+                continue
+            for label, a in g.groupby("label"):
+                if label == base:
+                    continue
+                x, y, p_speed = _paired(a, b, "burst_mean_ms")
+                speed = ratio_ci(y, x, paired=p_speed) if len(x) and len(y) else _nan_est()
+                x, y, p_time = _paired(a, b, "train_s")
+                ratio = ratio_ci(x, y, paired=p_time) if len(x) and len(y) else _nan_est()
+                red = Estimate(1 - ratio.mean, 1 - ratio.hi, 1 - ratio.lo, ratio.n)
+                x, y, p_acc = _paired(a, b, "final_acc")
+                dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else _nan_est()
+                rows.append(
+                    {
+                        "workload": workload,
+                        "preset": preset,
+                        "label": label,
+                        "baseline": base,
+                        "baseline_transport": b["transport"].iloc[0],
+                        **_est("burst_speedup", speed),
+                        **_est("e2e_reduction", red),
+                        **_est("acc_delta", dacc),
+                        "n": speed.n or red.n,
+                        "paired": p_speed and p_time,
+                        "validity": _flags(pd.concat([a, b])),
+                    }
+                )
+    return pd.DataFrame(rows, columns=_COMPARISON_COLUMNS)
+
+
+_COMPARISON_COLUMNS = [
+    "workload",
+    "preset",
+    "label",
+    "baseline",
+    "baseline_transport",
+    "burst_speedup",
+    "burst_speedup_lo",
+    "burst_speedup_hi",
+    "e2e_reduction",
+    "e2e_reduction_lo",
+    "e2e_reduction_hi",
+    "acc_delta",
+    "acc_delta_lo",
+    "acc_delta_hi",
+    "n",
+    "paired",
+    "validity",
+]
+
+
+def _nan_est() -> Estimate:
+    return Estimate(math.nan, math.nan, math.nan, 0)
+
+
+def _group_table(metrics: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """Mean ± CI over repeats of each metric column, per group (columns: metric -> output)."""
+    rows = []
+    for key, g in metrics.groupby(GROUP):
+        row = dict(zip(GROUP, key, strict=True))
+        row["runs"] = len(g)
+        for col, out in columns.items():
+            row.update(_est(out, mean_ci(g[col].to_numpy())))
+        row["validity"] = _flags(g)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def training_table(metrics: pd.DataFrame, target_acc: float | None) -> pd.DataFrame:
+    """Per group: training time, time-to-accuracy at the target, final accuracy, comm share."""
+    t = _group_table(
+        metrics,
+        {"train_s": "train_s", "tta_s": "tta_s", "final_acc": "final_acc"},
+    )
+    if t.empty:
+        return t
+    reached = metrics.groupby(GROUP)["tta_s"].apply(lambda s: f"{int(s.notna().sum())}/{len(s)}")
+    comm = metrics.groupby(GROUP)["comm_fraction"].mean()
+    t = t.merge(reached.rename("tta_reached").reset_index(), on=GROUP)
+    t = t.merge(comm.rename("comm_fraction").reset_index(), on=GROUP)
+    t.insert(len(GROUP) + 1, "target_acc", target_acc if target_acc is not None else math.nan)
+    return t
+
+
+def loss_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per group: delivered loss in/out of bursts, NACKs, cap hits, drift, bursts per 100 steps."""
+    return _group_table(
+        metrics,
+        {
+            "loss_in": "loss_in",
+            "loss_out": "loss_out",
+            "nacks": "nacks_per_run",
+            "retx_pkts": "retx_per_run",
+            "cap_hits": "cap_hits_per_run",
+            "cap_hit_frac": "cap_hit_frac",
+            "drift_max": "replica_drift_max",
+            "bursts_per_100_steps": "bursts_per_100_steps",
+        },
+    )
+
+
+def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: status, reason, starved, oversubscribed, flagged-round share, warnings."""
+    cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "starved"]
+    v = runs.runs[[*cols, "oversubscribed", "warnings"]].copy()
+    v = v.merge(metrics[["run_id", "flagged_frac", "rounds", "steps"]], on="run_id", how="left")
+    return v.sort_values(GROUP + ["repeat"], ignore_index=True)
+
+
+def paper_table(comp: pd.DataFrame) -> pd.DataFrame:
+    """The paper's ratios vs optireduce labels only, beside the published figures.
+
+    e2e reduction mean = mean over presets of the per-preset mean reduction; max = its maximum;
+    burst-round speedup max = max over burst presets of the per-preset mean speedup.
+    """
+    c = comp[comp["baseline_transport"] == PAPER_BASELINE]
+    rows = []
+    for (workload, label, base), g in c.groupby(["workload", "label", "baseline"]):
+        red = g["e2e_reduction"].dropna()
+        speed = g.dropna(subset=["burst_speedup"])
+        best = speed.loc[speed["burst_speedup"].idxmax()] if not speed.empty else None
+        rows.append(
+            {
+                "workload": workload,
+                "label": label,
+                "baseline": base,
+                "presets": ", ".join(sorted(g["preset"])),
+                "e2e_reduction_mean": float(red.mean()) if len(red) else math.nan,
+                "e2e_reduction_max": float(red.max()) if len(red) else math.nan,
+                "burst_speedup_max": float(best["burst_speedup"]) if best is not None else math.nan,
+                "burst_speedup_max_lo": (
+                    float(best["burst_speedup_lo"]) if best is not None else math.nan
+                ),
+                "burst_speedup_max_hi": (
+                    float(best["burst_speedup_hi"]) if best is not None else math.nan
+                ),
+                "burst_speedup_max_preset": best["preset"] if best is not None else "",
+                "published_e2e_reduction_mean": PUBLISHED["e2e_reduction_mean"],
+                "published_e2e_reduction_max": PUBLISHED["e2e_reduction_max"],
+                "published_burst_speedup_max": PUBLISHED["burst_speedup_max"],
+                "validity": ", ".join(f for f in g["validity"].unique() if f),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
+    """Every report table, by name; target_acc None picks `default_target`."""
+    if target_acc is None:
+        target_acc = default_target(run_metrics(runs))
+    metrics = run_metrics(runs, target_acc)
+    comp = comparisons(metrics)
+    return {
+        "latency": latency_table(runs),
+        "comparisons": comp,
+        "paper": paper_table(comp),
+        "training": training_table(metrics, target_acc),
+        "loss": loss_table(metrics),
+        "validity": validity_table(runs, metrics),
+        "runs": metrics,
+    }
+
+
+def summary(run_dir: Path) -> dict:
+    """One run's end-to-end summary (the orchestrator's --json line).
+
+    Quantiles follow the sample rule: a number when trusted, else "max X (n=N)"; None when
+    there is no data for it (e.g. no burst rounds, no evaluations).
+    """
+    runs = load_run(run_dir)
+    rl = round_level(runs)
+    m = run_metrics(runs).iloc[0]
+    lat = rl["latency_ms"].to_numpy()
+    inb = rl.loc[rl["in_burst"], "latency_ms"].to_numpy()
+    outb = rl.loc[~rl["in_burst"], "latency_ms"].to_numpy()
+
+    def num(x: float) -> float | None:
+        return None if x is None or math.isnan(x) else float(x)
+
+    return {
+        "p50_ms": quantile(lat, 0.50).reported(),
+        "p99_ms": quantile(lat, 0.99).reported(),
+        "p99_in_burst_ms": quantile(inb, 0.99).reported(),
+        "p50_no_burst_ms": quantile(outb, 0.50).reported(),
+        "delivered_loss_mean": num(m["loss_mean"]),
+        "bursts": int(m["bursts"]),
+        "comm_fraction": num(m["comm_fraction"]),
+        "final_acc": num(m["final_acc"]),
+    }

@@ -1,0 +1,206 @@
+"""A factory of synthetic run folders with known answers, written through analysis.schema.
+
+Each synthetic run has `n_rounds` rounds, one training step per round, back to back from t0:
+step i computes for COMPUTE_MS, then all-reduces for the round's latency. Rounds listed in
+`burst_rounds` (index ranges) fall inside an applied burst window and take `burst_ms`; the
+rest take `base_ms`. Rank 0 is the slowest rank (the others take half), so a round's latency
+(max over ranks) is exactly base_ms or burst_ms. Round 0 is a warm-up round with a huge
+latency that every table must exclude. Reusable by other tests (`write_run`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from analysis.schema import RunInfo, write_run_info, write_table
+
+WARMUP_MS = 5000.0
+COMPUTE_MS = 10.0
+
+
+def _rows_for_round(run_id, transport, i, t, lat_ms, loss, eps, ranks, cap_hit, nacks):
+    rows = []
+    for rank in range(ranks):
+        lat = lat_ms if rank == 0 else lat_ms / 2
+        for stage in ("scatter", "gather", "total"):
+            stage_lat = lat if stage == "total" else lat / 2
+            rows.append(
+                dict(
+                    run_id=run_id,
+                    rank=rank,
+                    round=i,
+                    iter=i,
+                    bucket=0,
+                    transport=transport,
+                    stage=stage,
+                    train_phase="critical" if i < 5 else "stable",
+                    t_start_s=t,
+                    t_end_s=t + stage_lat / 1000.0,
+                    latency_ms=stage_lat,
+                    bytes=4_000_000,
+                    pkts_expected=1000,
+                    pkts_received=int(1000 * (1 - loss)),
+                    delivered_loss=loss,
+                    epsilon=eps,
+                    nacks=nacks,
+                    retx_pkts=nacks,
+                    cap_hit=cap_hit,
+                    bad_dgrams=0,
+                    cpu_wait_ms=0.0,
+                    is_warmup=i == 0,
+                )
+            )
+    return rows
+
+
+def write_run(
+    root: Path,
+    run_id: str,
+    *,
+    transport: str = "dblp",
+    preset: str = "heavy",
+    seed: int = 0,
+    ranks: int = 2,
+    n_rounds: int = 60,
+    base_ms: float = 20.0,
+    burst_ms: float = 100.0,
+    burst_rounds: tuple[tuple[int, int], ...] = ((10, 20),),
+    loss_in: float = 0.05,
+    loss_out: float = 0.0,
+    epsilon: float = 0.05,
+    final_acc: float = 0.9,
+    eval_every: int = 10,
+    status: str = "ok",
+    reason: str = "",
+    starved: bool = False,
+    workload: str = "train",
+    spec: dict | None = None,
+    t0: float = 100.0,
+    cap_hit_in_burst: bool = False,
+    nacks_in_burst: int = 0,
+    unapplied_event: bool = True,
+) -> Path:
+    """Write one run folder under root; returns its path. burst_rounds are [lo, hi) ranges."""
+    d = Path(root) / run_id
+    d.mkdir(parents=True, exist_ok=True)
+    bursty = {i for lo, hi in burst_rounds for i in range(lo, hi)}
+    rounds, steps, evals = [], [], []
+    starts = []
+    step_start = t0
+    for i in range(n_rounds):
+        t = step_start + COMPUTE_MS / 1000.0
+        starts.append(t)
+        inb = i in bursty
+        lat = WARMUP_MS if i == 0 else (burst_ms if inb else base_ms)
+        rounds += _rows_for_round(
+            run_id,
+            transport,
+            i,
+            t,
+            lat,
+            loss_in if inb else loss_out,
+            epsilon,
+            ranks,
+            cap_hit_in_burst and inb,
+            nacks_in_burst if inb else 0,
+        )
+        for rank in range(ranks):
+            steps.append(
+                dict(
+                    run_id=run_id,
+                    rank=rank,
+                    step=i,
+                    epoch=0,
+                    t_start_s=step_start,
+                    compute_ms=COMPUTE_MS,
+                    comm_ms=lat,
+                    step_ms=COMPUTE_MS + lat,
+                    train_loss=2.0 / (1 + i),
+                    lr=0.05,
+                )
+            )
+        if workload == "train" and ((i > 0 and i % eval_every == 0) or i == n_rounds - 1):
+            frac = i / (n_rounds - 1)
+            evals.append(
+                dict(
+                    run_id=run_id,
+                    step=i,
+                    epoch=0,
+                    t_s=t + lat / 1000.0,
+                    test_acc=final_acc * frac,
+                    test_loss=1.0 - frac / 2,
+                    replica_drift=0.001 * frac if transport in ("dblp", "optireduce") else 0.0,
+                )
+            )
+        step_start = t + lat / 1000.0
+    bursts = []
+    for k, (lo, hi) in enumerate(burst_rounds):
+        start = starts[lo] - 0.001
+        end = starts[hi - 1] + 0.001
+        for direction in ("a->b", "b->a"):
+            bursts.append(
+                dict(
+                    run_id=run_id,
+                    event_id=k,
+                    link="a-b",
+                    direction=direction,
+                    kind="loss",
+                    magnitude=0.05,
+                    planned_start_s=start,
+                    planned_end_s=end,
+                    applied_start_s=start + (0.0005 if direction == "b->a" else 0.0),
+                    applied_end_s=end,
+                    drops=10,
+                )
+            )
+    if unapplied_event:
+        bursts.append(
+            dict(
+                run_id=run_id,
+                event_id=len(burst_rounds),
+                link="a-b",
+                direction="a->b",
+                kind="loss",
+                magnitude=0.05,
+                planned_start_s=starts[1],
+                planned_end_s=starts[-1],
+                applied_start_s=math.nan,
+                applied_end_s=math.nan,
+                drops=0,
+            )
+        )
+    write_table(d, "rounds", rounds)
+    write_table(d, "steps", steps)
+    if evals:
+        write_table(d, "evals", evals)
+    if bursts:
+        write_table(d, "bursts", bursts)
+    full_spec = {"transport": transport, "burst": preset, "seed": seed, "workload": workload}
+    full_spec.update(spec or {})
+    write_run_info(
+        d,
+        RunInfo(
+            run_id=run_id,
+            status=status,
+            reason=reason,
+            workload=workload,
+            transport=transport,
+            preset=preset,
+            seed=seed,
+            spec=full_spec,
+            spec_hash=f"h-{transport}-{preset}",
+            starved=starved,
+            warnings=["starved: 12% of rounds waited on the CPU"] if starved else [],
+            t0_s=t0,
+            wall_s=step_start - t0 + 5.0,
+        ),
+    )
+    return d
+
+
+def expected_train_s(n_rounds: int, base_ms: float, burst_ms: float, n_burst: int) -> float:
+    """Training time of a synthetic run: every step's compute plus every round's latency."""
+    total_ms = n_rounds * COMPUTE_MS + WARMUP_MS
+    total_ms += (n_rounds - 1 - n_burst) * base_ms + n_burst * burst_ms
+    return total_ms / 1000.0

@@ -1,0 +1,75 @@
+import math
+
+import numpy as np
+import pytest
+
+from analysis.stats import diff_ci, mean_ci, min_samples, quantile, ratio_ci, t_critical
+
+
+@pytest.mark.parametrize("q, n", [(0.5, 20), (0.9, 100), (0.99, 1000), (0.999, 10000)])
+def test_min_samples_is_ten_over_one_minus_q(q, n):
+    assert min_samples(q) == n
+
+
+def test_quantile_needs_enough_samples_else_reports_max():
+    few = quantile(np.arange(19.0), 0.5)
+    assert few.is_max and few.value == 18.0 and few.n == 19
+    assert str(few) == "max 18.00 (n=19)"
+    assert few.reported() == "max 18.00 (n=19)"
+    enough = quantile(np.arange(20.0), 0.5)
+    assert not enough.is_max and enough.value == pytest.approx(9.5)
+    assert enough.reported() == pytest.approx(9.5)
+
+
+def test_p99_switches_at_1000_samples():
+    assert quantile(np.arange(999.0), 0.99).is_max
+    q = quantile(np.arange(1000.0), 0.99)
+    assert not q.is_max and q.value == pytest.approx(np.quantile(np.arange(1000.0), 0.99))
+
+
+def test_quantile_ignores_nan_and_handles_empty():
+    assert quantile([math.nan] * 30, 0.5).n == 0
+    assert quantile([], 0.5).reported() is None
+    assert quantile([1.0] * 20 + [math.nan], 0.5).n == 20
+
+
+def test_mean_ci_uses_student_t():
+    e = mean_ci([1, 2, 3, 4, 5])
+    h = 2.7764451 * math.sqrt(2.5) / math.sqrt(5)
+    assert e.mean == 3 and e.lo == pytest.approx(3 - h) and e.hi == pytest.approx(3 + h)
+    assert e.n == 5
+    assert t_critical(30) == pytest.approx(2.0423, abs=1e-4)
+
+
+def test_mean_ci_single_sample_has_no_interval():
+    e = mean_ci([4.0])
+    assert e.mean == 4.0 and math.isnan(e.lo) and math.isnan(e.hi)
+    assert str(e) == "4 (n=1)"
+
+
+def test_paired_ratio_of_exact_multiples_has_zero_width():
+    e = ratio_ci([2.0, 4.0, 8.0], [1.0, 2.0, 4.0], paired=True)
+    assert (e.mean, e.lo, e.hi) == pytest.approx((2.0, 2.0, 2.0))
+
+
+def test_unpaired_ratio_is_ratio_of_geometric_means():
+    e = ratio_ci([2.0, 8.0], [1.0, 4.0], paired=False)
+    assert e.mean == pytest.approx(2.0)
+    assert e.lo < 2.0 < e.hi
+    # the interval of the inverse ratio is the inverse interval
+    inv = ratio_ci([1.0, 4.0], [2.0, 8.0], paired=False)
+    assert inv.lo == pytest.approx(1 / e.hi) and inv.hi == pytest.approx(1 / e.lo)
+
+
+def test_diff_ci_paired_vs_welch():
+    a, b = [1.0, 2.0, 3.0], [0.0, 1.0, 2.0]
+    p = diff_ci(a, b, paired=True)
+    assert (p.mean, p.lo, p.hi) == pytest.approx((1.0, 1.0, 1.0))
+    w = diff_ci(a, b, paired=False)  # equal variances 1, n=3: se=sqrt(2/3), df=4
+    h = 2.7764451 * math.sqrt(2 / 3)
+    assert w.mean == pytest.approx(1.0) and w.hi - w.mean == pytest.approx(h)
+
+
+def test_paired_needs_equal_lengths():
+    with pytest.raises(ValueError):
+        diff_ci([1.0], [1.0, 2.0], paired=True)
