@@ -1,9 +1,64 @@
-"""`testbed report` (placeholder until its issue lands)."""
+"""`testbed report RUN_DIR... [--out DIR]`: report.md, a CSV per table, figures; the headline
+table in the terminal."""
 
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from analysis.report import write_report
+from analysis.schema import SchemaError
+
+console = Console()
 
 
-def report() -> None:
-    """Not built yet."""
-    typer.echo("testbed report: not built yet", err=True)
-    raise typer.Exit(3)
+def default_out(run_dirs: list[Path]) -> Path:
+    """One run: its own folder. Several: results/report-<UTC time>."""
+    if len(run_dirs) == 1:
+        return run_dirs[0]
+    return Path("results") / f"report-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+
+
+def rich_table(title: str, df: pd.DataFrame) -> Table:
+    t = Table(title=title, show_lines=False)
+    for c in df.columns:
+        t.add_column(str(c), overflow="fold")
+    for row in df.itertuples(index=False):
+        t.add_row(*(str(v) for v in row))
+    return t
+
+
+def report(
+    run_dirs: list[Path] = typer.Argument(
+        ..., help="Run folders (e.g. results/last), each with run.json and its tables."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Output folder (default: the run folder, or results/report-<time>)."
+    ),
+    target_acc: float | None = typer.Option(
+        None,
+        "--target-acc",
+        help="Accuracy for time-to-accuracy (default: 95% of the lowest mean final accuracy).",
+    ),
+) -> None:
+    """Tables (markdown + CSV) and figures (PNG) for one run or many."""
+    dirs = [d.resolve() for d in run_dirs]
+    missing = [str(d) for d in dirs if not (d / "run.json").exists()]
+    if missing:
+        console.print(f"[red]not a run folder (no run.json): {', '.join(missing)}[/red]")
+        raise typer.Exit(2)
+    out_dir = out if out is not None else default_out(dirs)
+    try:
+        rep = write_report(dirs, out_dir, target_acc)
+    except (SchemaError, ValueError) as e:
+        console.print(f"[red]cannot report: {e}[/red]")
+        raise typer.Exit(2) from e
+    for w in rep.warnings:
+        console.print(f"[bold red]WARNING[/bold red] {w}")
+    console.print(rich_table(rep.headline_title, rep.headline))
+    console.print(f"report: {rep.path}  ({len(rep.tables)} tables, {len(rep.figures)} figures)")

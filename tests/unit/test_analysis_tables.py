@@ -1,0 +1,208 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from synthetic_runs import expected_train_s, write_run
+
+from analysis import tables
+from analysis.load import load_runs
+
+N_BURST = 10  # synthetic runs' default burst_rounds ((10, 20),)
+
+
+@pytest.fixture
+def three_way(tmp_path):
+    """optireduce / dblp / tcp, 3 repeats each with the same seeds; dblp repeat 1 starved."""
+    dirs = []
+    for rep in range(3):
+        dirs.append(
+            write_run(tmp_path, f"opt-{rep}", transport="optireduce", seed=rep, burst_ms=300.0)
+        )
+        dirs.append(
+            write_run(
+                tmp_path,
+                f"dblp-{rep}",
+                transport="dblp",
+                seed=rep,
+                burst_ms=60.0,
+                starved=rep == 1,
+                final_acc=0.92,
+            )
+        )
+        dirs.append(write_run(tmp_path, f"tcp-{rep}", transport="tcp", seed=rep, burst_ms=900.0))
+    return load_runs(dirs)
+
+
+def _row(df, **eq):
+    m = df
+    for k, v in eq.items():
+        m = m[m[k] == v]
+    assert len(m) == 1, (eq, m)
+    return m.iloc[0]
+
+
+def test_round_latency_is_max_over_ranks_without_warmup(three_way):
+    rl = tables.round_level(three_way)
+    r = rl[rl.run_id == "dblp-0"]
+    assert len(r) == 59  # 60 rounds minus the warm-up round
+    assert r.loc[r.in_burst, "latency_ms"].eq(60.0).all()
+    assert r.loc[~r.in_burst, "latency_ms"].eq(20.0).all()
+    assert int(r.in_burst.sum()) == N_BURST
+
+
+def test_latency_table_applies_quantile_rule(three_way):
+    lat = tables.latency_table(three_way)
+    d = _row(lat, label="dblp")
+    assert d.rounds_in == 3 * N_BURST and d.rounds_out == 3 * (59 - N_BURST)
+    assert d.p50_in_ms == "60.00"  # 30 samples >= 20
+    assert d.p99_in_ms == "max 60.00 (n=30)"  # 30 < 1000
+    assert d.p50_out_ms == "20.00" and d.max_all_ms == 60.0
+
+
+def test_burst_round_speedup_and_e2e_reduction(three_way):
+    comp = tables.comparisons(tables.run_metrics(three_way))
+    c = _row(comp, label="dblp", baseline="optireduce")
+    assert c.burst_speedup == pytest.approx(5.0)
+    assert (c.burst_speedup_lo, c.burst_speedup_hi) == pytest.approx((5.0, 5.0))
+    assert c.paired
+    t_dblp = expected_train_s(60, 20.0, 60.0, N_BURST)
+    t_opt = expected_train_s(60, 20.0, 300.0, N_BURST)
+    assert c.e2e_reduction == pytest.approx(1 - t_dblp / t_opt)
+    assert c.acc_delta == pytest.approx(0.02)
+    assert _row(comp, label="dblp", baseline="tcp").burst_speedup == pytest.approx(15.0)
+    assert _row(comp, label="optireduce", baseline="tcp").burst_speedup == pytest.approx(3.0)
+
+
+def test_paper_ratios_only_against_optireduce(three_way):
+    t = tables.build_tables(three_way)
+    paper = t["paper"]
+    assert set(paper.baseline) == {"optireduce"}
+    assert "tcp" in set(t["comparisons"].baseline)  # tcp is a baseline elsewhere, not here
+    d = _row(paper, label="dblp")
+    assert d.burst_speedup_max == pytest.approx(5.0)
+    assert d.published_burst_speedup_max == 5.88
+    assert d.published_e2e_reduction_mean == 0.244 and d.published_e2e_reduction_max == 0.339
+
+
+def test_no_optireduce_means_no_paper_ratios(tmp_path):
+    dirs = [
+        write_run(tmp_path, "tcp-0", transport="tcp"),
+        write_run(tmp_path, "dblp-0", transport="dblp"),
+    ]
+    t = tables.build_tables(load_runs(dirs))
+    assert t["paper"].empty and not t["comparisons"].empty
+
+
+def test_starved_run_is_marked_in_every_table_using_it(three_way):
+    t = tables.build_tables(three_way)
+    for name in ("latency", "training", "loss"):
+        assert _row(t[name], label="dblp")["validity"] == "starved 1/3", name
+        assert _row(t[name], label="tcp")["validity"] == "", name
+    assert "starved" in _row(t["comparisons"], label="dblp", baseline="optireduce")["validity"]
+    assert "starved" in _row(t["paper"], label="dblp")["validity"]
+    assert bool(_row(t["validity"], run_id="dblp-1").starved)
+
+
+def test_failed_run_is_flagged(tmp_path):
+    d = [
+        write_run(tmp_path, "a", transport="dblp", status="failed", reason="worker died"),
+        write_run(tmp_path, "b", transport="dblp", seed=1),
+    ]
+    t = tables.build_tables(load_runs(d))
+    assert _row(t["latency"], label="dblp")["validity"] == "failed 1/2"
+    assert _row(t["validity"], run_id="a").reason == "worker died"
+
+
+def test_unpaired_when_repeats_differ(tmp_path):
+    d = [
+        write_run(tmp_path, "o0", transport="optireduce", seed=0, burst_ms=300.0),
+        write_run(tmp_path, "o1", transport="optireduce", seed=1, burst_ms=200.0),
+        write_run(tmp_path, "d0", transport="dblp", seed=0, burst_ms=50.0),
+    ]
+    c = _row(tables.comparisons(tables.run_metrics(load_runs(d))), label="dblp")
+    assert not c.paired
+    assert c.burst_speedup == pytest.approx((300.0 * 200.0) ** 0.5 / 50.0)
+
+
+def test_training_loss_and_counters(three_way):
+    t = tables.build_tables(three_way, target_acc=0.45)
+    tr = _row(t["training"], label="tcp")
+    assert tr.train_s == pytest.approx(expected_train_s(60, 20.0, 900.0, N_BURST))
+    assert tr.final_acc == pytest.approx(0.9) and tr.target_acc == 0.45
+    assert tr.tta_reached == "3/3"
+    # acc reaches 0.45 at step 30 of 59 (0.9 * 30/59 = 0.4576)
+    assert tr.tta_s > 0
+    loss = _row(t["loss"], label="dblp")
+    assert loss.loss_in == pytest.approx(0.05) and loss.loss_out == 0.0
+    # one applied event (the unapplied one is not counted) in 60 steps
+    assert loss.bursts_per_100_steps == pytest.approx(100 / 60)
+
+
+def test_nacks_cap_hits_and_drift(tmp_path):
+    d = write_run(tmp_path, "x", transport="dblp", cap_hit_in_burst=True, nacks_in_burst=3)
+    m = tables.run_metrics(load_runs([d])).iloc[0]
+    assert m.nacks == 3 * 2 * N_BURST  # summed over 2 ranks
+    assert m.cap_hits == N_BURST and m.cap_hit_frac == pytest.approx(N_BURST / 59)
+    assert m.drift_max == pytest.approx(0.001)
+
+
+def test_time_to_accuracy_unreached_is_nan(tmp_path):
+    d = write_run(tmp_path, "x", transport="dblp", final_acc=0.5)
+    m = tables.run_metrics(load_runs([d]), target_acc=0.9).iloc[0]
+    assert m.tta_s != m.tta_s  # NaN
+
+
+def test_variants_get_labels_and_repeats_from_seeds(tmp_path):
+    d = [
+        write_run(tmp_path, "t5", transport="tcp", seed=3, spec={"tcp_rto_min_ms": 5.0}),
+        write_run(tmp_path, "t200", transport="tcp", seed=3),
+        write_run(tmp_path, "of", transport="optireduce", spec={"optireduce_mode": "fixed"}),
+        write_run(tmp_path, "dp", transport="dblp", seed=7, spec={"phase": "off"}),
+        write_run(tmp_path, "dp2", transport="dblp", seed=8, spec={"phase": "off"}),
+    ]
+    runs = load_runs(d).runs.set_index("run_id")
+    assert runs.loc["t5", "label"] == "tcp-rto5ms" and runs.loc["t200", "label"] == "tcp"
+    assert runs.loc["of", "label"] == "optireduce-fixed"
+    assert runs.loc["dp", "label"] == "dblp-phase-off"
+    assert (runs.loc["dp", "repeat"], runs.loc["dp2", "repeat"]) == (0, 1)
+
+
+def test_summary_has_exactly_the_orchestrator_keys(tmp_path):
+    d = write_run(tmp_path, "x", transport="dblp", burst_ms=60.0)
+    s = tables.summary(d)
+    assert list(s) == [
+        "p50_ms",
+        "p99_ms",
+        "p99_in_burst_ms",
+        "p50_no_burst_ms",
+        "delivered_loss_mean",
+        "bursts",
+        "comm_fraction",
+        "final_acc",
+    ]
+    assert s["p50_ms"] == 20.0 and s["p50_no_burst_ms"] == 20.0
+    assert s["p99_ms"] == "max 60.00 (n=59)" and s["p99_in_burst_ms"] == "max 60.00 (n=10)"
+    assert s["bursts"] == 1 and s["final_acc"] == pytest.approx(0.9)
+    assert s["delivered_loss_mean"] == pytest.approx(0.05 * N_BURST / 59)
+    json.dumps(s)
+
+
+def test_summary_of_allreduce_run_without_bursts(tmp_path):
+    d = write_run(tmp_path, "x", workload="allreduce", preset="none", burst_rounds=())
+    s = tables.summary(d)
+    assert s["final_acc"] is None and s["p99_in_burst_ms"] is None and s["bursts"] == 0
+
+
+def test_analysis_imports_no_torch_mininet_testbed_or_workloads():
+    code = (
+        "import sys\n"
+        "import analysis.load, analysis.windows, analysis.stats, analysis.tables\n"
+        "import analysis.figures, analysis.report\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'mininet', 'testbed', 'workloads')]\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr

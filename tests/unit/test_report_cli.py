@@ -1,0 +1,48 @@
+import pandas as pd
+from synthetic_runs import write_run
+from typer.testing import CliRunner
+
+from testbed.cli import app
+
+runner = CliRunner()
+
+
+def test_single_run_report_goes_into_the_run_folder(tmp_path):
+    d = write_run(tmp_path, "one", transport="dblp")
+    res = runner.invoke(app, ["report", str(d)])
+    assert res.exit_code == 0, res.output
+    text = (d / "report.md").read_text()
+    assert "Round latency" in text and "WARNING" not in res.output
+    for name in ("latency", "comparisons", "training", "loss", "validity", "paper"):
+        assert (d / "tables" / f"{name}.csv").exists()
+    assert (d / "figures" / "latency_cdf.png").stat().st_size > 0
+    assert "latency_cdf.png" in text
+
+
+def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
+    dirs = []
+    for rep in range(2):
+        dirs.append(write_run(tmp_path, f"o{rep}", transport="optireduce", seed=rep))
+        dirs.append(write_run(tmp_path, f"d{rep}", transport="dblp", seed=rep, burst_ms=50.0))
+    dirs.append(
+        write_run(tmp_path, "bad", transport="tcp", status="failed", reason="rank 2 exited 1")
+    )
+    dirs.append(write_run(tmp_path, "hungry", transport="tcp", seed=1, starved=True))
+    out = tmp_path / "rep"
+    res = runner.invoke(app, ["report", *map(str, dirs), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Paper's ratios vs optireduce" in res.output
+    assert "FAILED" in res.output and "STARVED" in res.output
+    text = (out / "report.md").read_text()
+    top = text.split("## Headline")[0]
+    assert "`bad` is **FAILED**: rank 2 exited 1" in top
+    assert "`hungry` is **STARVED**" in top
+    paper = pd.read_csv(out / "tables" / "paper.csv")
+    assert set(paper["baseline"]) == {"optireduce"}
+    assert (paper["published_burst_speedup_max"] == 5.88).all()
+    assert (out / "figures" / "headline_ratios.png").exists()
+
+
+def test_not_a_run_folder_is_an_error(tmp_path):
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "no run.json" in res.output
