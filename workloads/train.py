@@ -1,0 +1,488 @@
+"""One DDP rank: `python -m workloads.train` (the worker CLI contract in notes/contracts.md).
+
+Launched by the testbed inside a Mininet host with explicit flags, or unchanged under torchrun
+(RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), e.g. on two real machines:
+
+    torchrun --nnodes 2 --nproc-per-node 1 --node-rank R --master-addr HOST0 --master-port 29500 \\
+        -m workloads.train --transport dblp --out results/manual
+
+Gloo carries control (rendezvous, the phase broadcast, evaluation and drift) and, for `tcp`, the
+gradients; the UDP transports carry gradients through their DDP comm hooks. Each rank writes
+DIR/rank{R}/{rounds,steps}.jsonl and meta.json; rank 0 also evals.jsonl and the stdout events.
+Everything that is not a gradient round (phase broadcast, evaluation, drift, resync) happens
+between steps, outside the timed rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import math
+import os
+import socket
+import struct
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+from workloads import datasets
+from workloads.models import build_model, param_count
+from workloads.recorder import RankRecorder, emit
+from workloads.transport.hooks import HOOKS, TensorBucket, make_state
+from workloads.transport.phase import PhaseConfig, PhaseController
+
+#: Bound on every Gloo collective and on the rendezvous.
+GLOO_TIMEOUT_S = 120.0
+MOMENTUM = 0.9
+LR_DECAY = 0.1
+#: LR decays at these fractions of the run (rounded down to a phase checkpoint).
+LR_DECAY_AT = (0.5, 0.75)
+_SIOCGIFADDR = 0x8915
+
+
+@dataclass(frozen=True)
+class Identity:
+    rank: int
+    world: int
+    master_addr: str
+    master_port: int
+    addr: str  # this rank's UDP bind address
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m workloads.train", description=__doc__.split("\n")[0]
+    )
+    g = p.add_argument_group("identity (default: torchrun's environment)")
+    g.add_argument("--rank", type=int)
+    g.add_argument("--world", type=int)
+    g.add_argument("--master-addr")
+    g.add_argument("--master-port", type=int)
+    g.add_argument("--addr", help="UDP bind address (default: the address routing to the master)")
+    p.add_argument("--transport", choices=sorted(HOOKS), default="dblp")
+    p.add_argument("--workload", choices=("train", "allreduce"), default="train")
+    t = p.add_argument_group("training")
+    t.add_argument("--model", choices=("cnn", "resnet"), default="cnn")
+    t.add_argument("--epochs", type=int, default=5)
+    t.add_argument("--steps", type=int, help="cap on training steps over all epochs")
+    t.add_argument("--batch-size", type=int, default=16, help="per rank")
+    t.add_argument("--lr", type=float, default=0.1)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    t.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    t.add_argument("--resync-every", type=int, help="broadcast rank 0's parameters every M steps")
+    x = p.add_argument_group("transport")
+    x.add_argument("--rate-mbps", type=float, default=100.0, help="UDP pacing rate per rank")
+    x.add_argument("--t-max-ms", type=float, help="hard cap per round (default: 4x calibrated p50)")
+    x.add_argument("--optireduce-mode", choices=("adaptive", "fixed"), default="adaptive")
+    x.add_argument("--rescale", action="store_true", help="optireduce: unbiased mean of arrivals")
+    x.add_argument(
+        "--drop", type=float, default=0.0, help="injected receive-side loss (loopback experiments)"
+    )
+    ph = p.add_argument_group("phase controller (dblp)")
+    ph.add_argument("--phase", choices=("on", "off"), default="on")
+    d = PhaseConfig()
+    ph.add_argument("--eps-critical", type=float, default=d.eps_critical)
+    ph.add_argument("--eps-stable", type=float, default=d.eps_stable)
+    ph.add_argument("--epsilon", type=float, help="pinned ε (phase off; allreduce workload)")
+    ph.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="M steps")
+    ph.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
+    a = p.add_argument_group("allreduce workload")
+    a.add_argument("--size-mib", type=float, default=4.0)
+    a.add_argument("--interval-ms", type=float, default=20.0, help="compute gap between rounds")
+    a.add_argument("--rounds", type=int, default=100)
+    o = p.add_argument_group("output")
+    o.add_argument("--out", type=Path, default=Path("results/worker"))
+    o.add_argument("--run-id", default="manual")
+    return p.parse_args(argv)
+
+
+def _route_source(dest: str, port: int) -> str:
+    """The local address the kernel would use towards dest (a UDP connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((dest, port))
+        return s.getsockname()[0]
+
+
+def resolve_identity(args: argparse.Namespace) -> Identity:
+    env = os.environ
+    rank = args.rank if args.rank is not None else int(env.get("RANK", "0"))
+    world = args.world if args.world is not None else int(env.get("WORLD_SIZE", "1"))
+    master = args.master_addr or env.get("MASTER_ADDR", "127.0.0.1")
+    port = args.master_port or int(env.get("MASTER_PORT", "29500"))
+    if not 0 <= rank < world:
+        raise SystemExit(f"rank {rank} outside world {world}")
+    return Identity(rank, world, master, port, args.addr or _route_source(master, port))
+
+
+def ifname_of(addr: str) -> str | None:
+    """The interface holding IPv4 `addr`: Gloo must bind there, not where the hostname points
+    (inside a Mininet host the hostname resolves to the root namespace's address)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            req = struct.pack("256s", name.encode()[:15])
+            try:
+                res = fcntl.ioctl(s.fileno(), _SIOCGIFADDR, req)
+            except OSError:
+                continue
+            if socket.inet_ntoa(res[20:24]) == addr:
+                return name
+    return None
+
+
+def init_group(ident: Identity) -> None:
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        name = ifname_of(ident.addr)
+        if name is not None:
+            os.environ["GLOO_SOCKET_IFNAME"] = name
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://{ident.master_addr}:{ident.master_port}",
+        rank=ident.rank,
+        world_size=ident.world,
+        timeout=timedelta(seconds=GLOO_TIMEOUT_S),
+    )
+
+
+def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
+    if args.transport == "tcp":
+        return None
+    from workloads.transport.config import TransportConfig
+
+    fields = {
+        "rate_mbps": args.rate_mbps,
+        "t_max_ms": args.t_max_ms,
+        "epsilon": epsilon,
+        "optireduce_mode": args.optireduce_mode,
+        "rescale": args.rescale,
+        "seed": args.seed,
+    }
+    if args.drop:
+        fields["drop"] = args.drop
+    return TransportConfig(**fields)
+
+
+def lr_milestones(total_steps: int, every: int) -> tuple[int, ...]:
+    """Decay steps at LR_DECAY_AT of the run, on checkpoint boundaries (so ε can follow)."""
+    out = []
+    for frac in LR_DECAY_AT:
+        m = max(every, int(frac * total_steps) // every * every)
+        if m < total_steps and m not in out:
+            out.append(m)
+    return tuple(out)
+
+
+def lr_at(base: float, step: int, milestones: tuple[int, ...]) -> float:
+    return base * LR_DECAY ** sum(step >= m for m in milestones)
+
+
+def busy_ms(rows: list[dict[str, Any]], lo: float, hi: float) -> float:
+    """Length of the union of the `total` rounds' intervals inside [lo, hi], in ms."""
+    spans = sorted(
+        (max(lo, r["t_start_s"]), min(hi, r["t_end_s"])) for r in rows if r["stage"] == "total"
+    )
+    total, end = 0.0, -math.inf
+    for a, b in spans:
+        if b <= a:
+            continue
+        if a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total * 1e3
+
+
+def step_loss(rows: list[dict[str, Any]]) -> float:
+    """Delivered loss over the step's rounds, weighted by their expected packets."""
+    tot = [r for r in rows if r["stage"] == "total"]
+    expected = sum(r["pkts_expected"] for r in tot)
+    if not expected:
+        return 0.0
+    return sum(r["delivered_loss"] * r["pkts_expected"] for r in tot) / expected
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data: datasets.Dataset) -> tuple[float, float]:
+    model.eval()
+    logits = model(data.x_test)
+    model.train()
+    loss = F.cross_entropy(logits, data.y_test).item()
+    acc = (logits.argmax(1) == data.y_test).float().mean().item()
+    return acc, loss
+
+
+@torch.no_grad()
+def replica_drift(model: torch.nn.Module) -> float:
+    """max over ranks of ‖θ_r − θ_0‖/‖θ_0‖ (every rank calls; exactly 0 when replicas agree)."""
+    mine = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+    ref = mine.clone()
+    dist.broadcast(ref, src=0)
+    drift = torch.tensor([(torch.linalg.vector_norm(mine - ref) / torch.linalg.vector_norm(ref))])
+    dist.all_reduce(drift, op=dist.ReduceOp.MAX)
+    return float(drift.item())
+
+
+@torch.no_grad()
+def resync(model: torch.nn.Module) -> None:
+    flat = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+    dist.broadcast(flat, src=0)
+    torch.nn.utils.vector_to_parameters(flat, model.parameters())
+
+
+def _phase_config(args: argparse.Namespace) -> PhaseConfig:
+    return PhaseConfig(
+        eps_critical=args.eps_critical,
+        eps_stable=args.eps_stable,
+        checkpoint_every=args.checkpoint_every,
+        warmup_steps=args.warmup_steps,
+        enabled=args.phase == "on",
+        pinned_epsilon=args.epsilon,
+    )
+
+
+def _base_meta(args: argparse.Namespace, ident: Identity, state: Any) -> dict[str, Any]:
+    return {
+        "rank": ident.rank,
+        "world": ident.world,
+        "addr": ident.addr,
+        "master": f"{ident.master_addr}:{ident.master_port}",
+        "gloo_ifname": os.environ.get("GLOO_SOCKET_IFNAME"),
+        "workload": args.workload,
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "transport_params": state.meta(),
+    }
+
+
+def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> None:
+    data = datasets.for_model(args.model, args.seed)
+    model = build_model(args.model, args.seed)
+    n_params = param_count(model)
+    spe = datasets.steps_per_epoch(len(data.y_train), ident.world, args.batch_size)
+    if spe == 0:
+        raise SystemExit(f"batch size {args.batch_size} x world {ident.world} exceeds the data")
+    total = args.epochs * spe if args.steps is None else min(args.steps, args.epochs * spe)
+    pcfg = _phase_config(args)
+    milestones = lr_milestones(total, pcfg.checkpoint_every)
+    ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+    cap_elems = min(n_params, int(args.bucket_cap_mb * 2**20 / 4))
+    state = make_state(
+        args.transport,
+        transport_config(args, pcfg.off_epsilon),
+        addr=ident.addr,
+        calibrate_elems=cap_elems,
+    )
+    ddp.register_comm_hook(state, HOOKS[args.transport])
+    phase = PhaseController(pcfg, milestones, ident.rank)
+    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=MOMENTUM)
+    meta = _base_meta(args, ident, state) | {
+        "model": args.model,
+        "params": n_params,
+        "dataset": data.name,
+        "train_size": len(data.y_train),
+        "test_size": len(data.y_test),
+        "steps_per_epoch": spe,
+        "steps_total": total,
+        "lr_milestones": list(milestones),
+        "phase_config": asdict(pcfg),
+    }
+    rec.write_meta(meta)
+    lead = ident.rank == 0
+    step = 0
+    try:
+        for epoch in range(args.epochs):
+            batches = datasets.shard_batches(
+                len(data.y_train), ident.rank, ident.world, args.batch_size, epoch, args.seed
+            )
+            for idx in batches:
+                if step >= total:
+                    break
+                decision = phase.update(step)
+                state.set_context(step, decision.phase, decision.epsilon, decision.eps_id)
+                lr = lr_at(args.lr, step, milestones)
+                for g in opt.param_groups:
+                    g["lr"] = lr
+                x, y = data.x_train[idx], data.y_train[idx]
+                t0 = time.monotonic()
+                if lead and step == 0:
+                    emit("t0", t_s=t0)
+                opt.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(ddp(x), y)
+                loss.backward()
+                opt.step()
+                t1 = time.monotonic()
+                phase.after_step(ddp.parameters())
+                rows = state.drain_rows()
+                rec.write_rounds(rows)
+                comm = busy_ms(rows, t0, t1)
+                step_ms = (t1 - t0) * 1e3
+                rec.write_step(
+                    {
+                        "rank": ident.rank,
+                        "step": step,
+                        "epoch": epoch,
+                        "t_start_s": t0,
+                        "compute_ms": max(0.0, step_ms - comm),
+                        "comm_ms": comm,
+                        "step_ms": step_ms,
+                        "train_loss": float(loss.item()),
+                        "lr": lr,
+                    }
+                )
+                rec.flush()
+                if lead:
+                    lat = [r["latency_ms"] for r in rows if r["stage"] == "total"]
+                    emit(
+                        "step",
+                        step=step,
+                        epoch=epoch,
+                        steps_total=total,
+                        round_ms=max(lat, default=0.0),
+                        delivered_loss=step_loss(rows),
+                    )
+                step += 1
+                if args.resync_every and step % args.resync_every == 0:
+                    resync(ddp.module)
+                if step == total or step % spe == 0:
+                    _evaluate(ddp.module, data, step, epoch, lead, rec)
+            if step >= total:
+                break
+    finally:
+        state.close()
+        meta["phase_checkpoints"] = [
+            asdict(c.decision) | {"acc_norm": c.acc_norm, "control_ms": c.control_ms}
+            for c in phase.history
+        ]
+        ctl = [c.control_ms for c in phase.history]
+        meta["control_ms"] = _summary(ctl)
+        meta["steps_done"] = step
+        rec.write_meta(meta)
+
+
+def _summary(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {"n": 0}
+    a = np.asarray(xs)
+    return {"n": len(xs), "p50": float(np.median(a)), "max": float(a.max()), "sum": float(a.sum())}
+
+
+def _evaluate(
+    model: torch.nn.Module,
+    data: datasets.Dataset,
+    step: int,
+    epoch: int,
+    lead: bool,
+    rec: RankRecorder,
+) -> None:
+    drift = replica_drift(model)
+    if not lead:
+        return
+    acc, loss = evaluate(model, data)
+    rec.write_eval(
+        {
+            "step": step,
+            "epoch": epoch,
+            "t_s": time.monotonic(),
+            "test_acc": acc,
+            "test_loss": loss,
+            "replica_drift": drift,
+        }
+    )
+    rec.flush()
+    emit("eval", step=step, test_acc=acc)
+
+
+def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> None:
+    """Rounds of one bucket at a fixed compute gap, no model: isolates communication."""
+    n = int(args.size_mib * 2**20 / 4)
+    eps = args.epsilon if args.epsilon is not None else args.eps_stable
+    state = make_state(
+        args.transport, transport_config(args, eps), addr=ident.addr, calibrate_elems=n
+    )
+    hook = HOOKS[args.transport]
+    src = torch.from_numpy(
+        np.random.default_rng((args.seed, ident.rank)).standard_normal(n).astype(np.float32)
+    )
+    buf = torch.empty_like(src)
+    meta = _base_meta(args, ident, state) | {"elements": n}
+    rec.write_meta(meta)
+    lead = ident.rank == 0
+    try:
+        for r in range(args.rounds):
+            time.sleep(args.interval_ms / 1e3)
+            buf.copy_(src)
+            state.set_context(r, "stable", eps, 0)
+            t0 = time.monotonic()
+            if lead and r == 0:
+                emit("t0", t_s=t0)
+            hook(state, TensorBucket(buf)).wait()
+            t1 = time.monotonic()
+            rows = state.drain_rows()
+            rec.write_rounds(rows)
+            comm = busy_ms(rows, t0, t1)
+            rec.write_step(
+                {
+                    "rank": ident.rank,
+                    "step": r,
+                    "epoch": 0,
+                    "t_start_s": t0,
+                    "compute_ms": args.interval_ms,
+                    "comm_ms": comm,
+                    "step_ms": (t1 - t0) * 1e3 + args.interval_ms,
+                    "train_loss": float("nan"),
+                    "lr": 0.0,
+                }
+            )
+            rec.flush()
+            if lead:
+                lat = [x["latency_ms"] for x in rows if x["stage"] == "total"]
+                emit(
+                    "step",
+                    step=r,
+                    epoch=0,
+                    steps_total=args.rounds,
+                    round_ms=max(lat, default=0.0),
+                    delivered_loss=step_loss(rows),
+                )
+    finally:
+        state.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)
+    ident = resolve_identity(args)
+    init_group(ident)
+    rec = RankRecorder(args.out, ident.rank, args.run_id)
+    ok = False
+    try:
+        (run_train if args.workload == "train" else run_allreduce)(args, ident, rec)
+        ok = True
+    finally:
+        rec.close()
+        if ok:
+            # a barrier first: without it one rank can abort in Gloo's teardown race
+            dist.barrier()
+        dist.destroy_process_group()
+    if ident.rank == 0:
+        emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
