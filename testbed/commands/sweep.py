@@ -1,9 +1,141 @@
-"""`testbed sweep` (placeholder until its issue lands)."""
+"""`testbed sweep`: every transport x burst preset x repeat, resumable, then the report.
+
+Needs root (each run builds the emulated network). The matrix, seeds and the resume rule
+live in `testbed.sweep_plan`; this command only walks the plan and reports.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
 
 import typer
+from rich.console import Console
+
+from analysis.report import write_report
+from testbed import sweep_plan
+from testbed.commands.report import rich_table
+from testbed.spec import PRESENTATION_FIELDS, RunSpec, SpecError, build_spec
+
+console = Console(stderr=True)
 
 
-def sweep() -> None:
-    """Not built yet."""
-    typer.echo("testbed sweep: not built yet", err=True)
-    raise typer.Exit(3)
+def _hash_spec(spec: dict) -> str:
+    return RunSpec.model_validate(spec).spec_hash()
+
+
+def _progress(status, label: str):
+    """on_event callback: the current run's step count in the status line."""
+
+    def on_event(ev: dict) -> None:
+        if ev.get("event") == "step":
+            status.update(f"{label}  step {ev.get('step', 0) + 1}/{ev.get('steps_total') or '?'}")
+
+    return on_event
+
+
+def sweep(
+    transports: str = typer.Option(
+        "tcp,optireduce,dblp", "--transports", help="Comma-separated transports."
+    ),
+    bursts: str = typer.Option(
+        "none,light,heavy", "--bursts", help="Comma-separated burst presets (or TOML files)."
+    ),
+    repeats: int = typer.Option(3, "--repeats", min=1, help="Repeats; seed = base seed + r."),
+    config: Path | None = typer.Option(
+        None, "--config", help="TOML `[run]` table: the base spec of every run."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Sweep folder (default results/sweep-<plan digest>)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and what would run."),
+) -> None:
+    """Run the matrix with the same seeds for every transport; skip runs already done."""
+    from testbed.experiment import expected_duration_s, run_experiment
+    from testbed.experiment import plan as resolve
+
+    try:
+        base = build_spec(config).model_dump(mode="json", exclude=set(PRESENTATION_FIELDS))
+        plan = sweep_plan.expand(
+            base,
+            sweep_plan.parse_list(transports, "transports"),
+            sweep_plan.parse_list(bursts, "bursts"),
+            repeats,
+            _hash_spec,
+        )
+        specs = {p.run_id: RunSpec.model_validate(dict(p.spec)) for p in plan}
+        for spec in specs.values():
+            resolve(spec)  # every preset and topology resolves before the first run starts
+    except SpecError as e:
+        console.print(f"[red]bad spec: {e}[/red]")
+        raise typer.Exit(2) from e
+    except ValueError as e:  # pydantic's ValidationError is one too
+        console.print(f"[red]bad sweep: {e}[/red]")
+        raise typer.Exit(2) from e
+    out_dir = out if out is not None else Path("results") / f"sweep-{sweep_plan.plan_digest(plan)}"
+    decisions = [sweep_plan.decide(out_dir / p.run_id) for p in plan]
+    todo = sum(d != sweep_plan.Decision.skip for d in decisions)
+    console.print(
+        f"sweep {out_dir}: {len(plan)} runs, {len(plan) - todo} done, {todo} to run "
+        f"(seeds {sorted({p.seed for p in plan})})"
+    )
+    if dry_run:
+        for p, d in zip(plan, decisions, strict=True):
+            console.print(f"  {d.value:5s}  {p.run_id}  seed={p.seed}")
+        return
+
+    failed, durations, done = [], [], 0
+    for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
+        run_dir = out_dir / p.run_id
+        label = f"[{i}/{len(plan)}] {p.transport} / {p.burst} / r{p.repeat}"
+        if d == sweep_plan.Decision.skip:
+            console.print(f"{label}: done before, skipped")
+            continue
+        if d == sweep_plan.Decision.retry:
+            aside = sweep_plan.aside_path(run_dir)
+            shutil.move(run_dir, aside)
+            console.print(f"{label}: previous attempt not ok, kept as {aside.name}")
+        left = todo - done
+        per_run = sum(durations) / len(durations) if durations else None
+        if per_run is None:
+            per_run = expected_duration_s(specs[p.run_id])
+        console.print(f"{label}: running, ETA of the sweep {per_run * left:.0f} s")
+        started = time.monotonic()
+        with console.status(label) as status:
+            outcome = run_experiment(
+                specs[p.run_id],
+                out_dir,
+                run_id=p.run_id,
+                on_event=_progress(status, label),
+            )
+        durations.append(time.monotonic() - started)
+        done += 1
+        s = outcome.summary
+        console.print(
+            f"{label}: {outcome.status} in {durations[-1]:.0f} s"
+            + (f" ({outcome.reason})" if outcome.reason else "")
+            + f"  p50 {s.get('p50_ms')} ms, p99 in bursts {s.get('p99_in_burst_ms')} ms"
+        )
+        if outcome.status == "interrupted":
+            console.print("[yellow]interrupted: stopping the sweep (re-run to resume)[/yellow]")
+            _report(out_dir, plan)
+            raise typer.Exit(130)
+        if outcome.status != "ok":
+            failed.append(p.run_id)
+    _report(out_dir, plan)
+    if failed:
+        console.print(f"[red]{len(failed)} run(s) not ok: {', '.join(failed)}[/red]")
+        raise typer.Exit(1)
+
+
+def _report(out_dir: Path, plan: list[sweep_plan.PlannedRun]) -> None:
+    dirs = [out_dir / p.run_id for p in plan if (out_dir / p.run_id / "run.json").exists()]
+    if not dirs:
+        console.print("[red]no finished runs to report[/red]")
+        return
+    rep = write_report(dirs, out_dir / "report")
+    for w in rep.warnings:
+        console.print(f"[bold red]WARNING[/bold red] {w}")
+    Console().print(rich_table(rep.headline_title, rep.headline))
+    console.print(f"report: {rep.path}")
