@@ -1,0 +1,449 @@
+"""The transport's single event loop: one thread per rank that sends, receives and decides.
+
+One thread does everything (pacing, receiving, NACK answers, completion), blocking in poll
+between events, so a rank costs CPU only for the packets it moves: with 2 cores shared by 4
+ranks there is no room for busy loops or lock ping-pong. The thread outlives each round, so a
+rank that finished a round still answers its peers' NACKs for the last HISTORY rounds.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workloads.transport import wire
+from workloads.transport.completion import CompletionPolicy
+from workloads.transport.config import TransportConfig
+from workloads.transport.endpoint import Endpoint
+from workloads.transport.layout import Layout
+from workloads.transport.pacer import WIRE_OVERHEAD, Pacer
+from workloads.transport.roundstate import (
+    STAGE_DRAIN,
+    STAGE_GATHER,
+    STAGE_SCATTER,
+    RoundState,
+    SendJob,
+    Timing,
+)
+from workloads.transport.stats import RoundStats
+
+HISTORY = 4  # finished rounds whose data a rank keeps to answer NACKs
+FUTURE = 3  # rounds ahead of this rank whose datagrams are buffered until it gets there
+PENDING_MAX_BYTES = 128 << 20
+RELIABLE_GIVE_UP_S = 60.0  # a reliable round that cannot finish in this long means a dead peer
+LOSSY_GRACE_S = 5.0  # a lossy round past its budget by this much means a stuck loop
+IDLE_POLL_S = 0.5
+SEND_BATCH = 64
+RECV_BATCH = 512
+NOT_BAD = ("late", "duplicate", "injected", "unknown_round")
+
+
+@dataclass
+class Request:
+    data: np.ndarray
+    policy: CompletionPolicy
+    eps_id: int
+    timing: Timing
+    inject: bool
+    done: threading.Event = field(default_factory=threading.Event)
+    result: tuple[np.ndarray, RoundStats] | None = None
+    error: BaseException | None = None
+
+
+class Engine(threading.Thread):
+    def __init__(self, rank: int, world: int, endpoint: Endpoint, config: TransportConfig) -> None:
+        super().__init__(name=f"tar-engine-{rank}", daemon=True)
+        self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
+        self.peers = [p for p in range(world) if p != rank]
+        self.per_pkt = wire.elems_per_packet(config.mtu)
+        self.max_ranges = wire.ranges_per_nack(config.mtu)
+        self.pacer = Pacer(self.peers, config.rate_mbps, time.monotonic())
+        self.queues: dict[int, deque[SendJob]] = {p: deque() for p in self.peers}
+        self.requests: queue.SimpleQueue[Request] = queue.SimpleQueue()
+        self.active: RoundState | None = None
+        self.active_req: Request | None = None
+        self.history: OrderedDict[int, RoundState] = OrderedDict()
+        self.pending: dict[int, list[bytes]] = {}
+        self.pending_bytes = 0
+        self.next_round = 0
+        self.stop_flag = False
+        self.error: BaseException | None = None
+        self.rng = random.Random(config.seed * 100_003 + rank)
+        self.inject = False
+        self.sbuf = np.zeros(config.mtu, dtype=np.uint8)
+        self.sview = memoryview(self.sbuf)
+        self.sock_rr = 0
+        # Counters since the previous round ended (attributed to the next RoundStats).
+        self.sent_bytes = 0
+        self.nacks = 0
+        self.retx = 0
+        self.reasons: Counter[str] = Counter()
+
+    # ---- caller side -------------------------------------------------------------------------
+
+    def submit(self, req: Request) -> None:
+        if self.error is not None:
+            raise RuntimeError("transport engine failed") from self.error
+        self.requests.put(req)
+        self.ep.wake()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self.stop_flag = True
+        self.ep.wake()
+        self.join(timeout_s)
+
+    # ---- loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            ready: list[int] = []
+            while not self.stop_flag:
+                for i in ready:
+                    self._drain(i)
+                self._advance(time.monotonic())
+                while self.active is None and self._take_request():
+                    self._advance(time.monotonic())
+                self._send(time.monotonic())
+                if self.active is not None and self.active.stage == STAGE_DRAIN:
+                    self._advance(time.monotonic())  # the last send may have ended the round
+                ready = self.ep.wait(self._wake_in(time.monotonic()))
+        except BaseException as e:  # surfaced to the caller, never lost in the thread
+            self.error = e
+            for req in self._outstanding():
+                req.error = e
+                req.done.set()
+
+    def _outstanding(self) -> list[Request]:
+        out = [self.active_req] if self.active_req is not None else []
+        while True:
+            try:
+                out.append(self.requests.get_nowait())
+            except queue.Empty:
+                return out
+
+    def _wake_in(self, now: float) -> float:
+        wants = self._wants()
+        t = IDLE_POLL_S
+        w = self.pacer.wait_s(now, wants) if wants else None
+        if w is not None:
+            t = min(t, w)
+        rs = self.active
+        if rs is not None and rs.recheck_at is not None:
+            t = min(t, max(0.0, rs.recheck_at - now))
+        return t
+
+    # ---- rounds --------------------------------------------------------------------------------
+
+    def _take_request(self) -> bool:
+        try:
+            req = self.requests.get_nowait()
+        except queue.Empty:
+            return False
+        now = time.monotonic()
+        lay = Layout(len(req.data), self.world, self.per_pkt)
+        rs = RoundState(
+            round=self.next_round,
+            me=self.me,
+            layout=lay,
+            data=req.data,
+            policy=req.policy,
+            eps_id=req.eps_id,
+            t_start=now,
+            timing=req.timing,
+        )
+        self.next_round += 1
+        self.active, self.active_req, self.inject = rs, req, req.inject
+        for p in self.peers:
+            if lay.length(p):
+                self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
+        for raw in self.pending.pop(rs.round, []):
+            self.pending_bytes -= len(raw)
+            n = len(raw)
+            self.ep.rbuf[:n] = np.frombuffer(raw, dtype=np.uint8)
+            self._on_datagram(n, now)
+        return True
+
+    def _queue_first(self, rs: RoundState, peer: int, stage: int, shard: int, arr, start) -> None:
+        lay = rs.layout
+        n = lay.length(shard)
+        src = arr[start : start + n].view(np.uint8)
+        job = SendJob(peer, rs, stage, shard, src, range(lay.npkts(shard)), first=True)
+        rs.first_jobs[(peer, stage)] = job
+        self.queues[peer].append(job)
+
+    def _advance(self, now: float) -> None:
+        rs = self.active
+        if rs is None:
+            return
+        pol = rs.policy
+        rs.recheck_at = None
+        if rs.stage == STAGE_SCATTER:
+            v = pol.verdict(rs.sc, now)
+            if v.nack:
+                self._send_nacks(rs, wire.SCATTER, now)
+            if not v.done:
+                rs.recheck_at = self._hold_bound(rs, v.recheck_at, wire.SCATTER, now)
+            else:
+                rs.end_scatter(now, v.cap_hit)
+                lay = rs.layout
+                if lay.length(self.me):
+                    for p in self.peers:
+                        self._queue_first(rs, p, wire.GATHER, self.me, rs.reduced, 0)
+        if rs.stage == STAGE_GATHER:
+            v = pol.verdict(rs.ga, now)
+            if v.nack:
+                self._send_nacks(rs, wire.GATHER, now)
+            if not v.done:
+                rs.recheck_at = self._hold_bound(rs, v.recheck_at, wire.GATHER, now)
+            else:
+                rs.end_gather(now, v.cap_hit)
+        if rs.stage == STAGE_DRAIN:
+            hard = rs.t_start + pol.budget_s(rs.sc)
+            if not rs.first_jobs_pending() or now >= hard:
+                self._finish(rs, now)
+            else:
+                rs.recheck_at = hard
+        elif now - rs.t_start > self._give_up_s(rs):
+            raise TimeoutError(
+                f"rank {self.me}: round {rs.round} ({pol.name}) stuck in {rs.stage} for "
+                f"{now - rs.t_start:.1f} s: missing scatter {rs.sc.missing} / gather "
+                f"{rs.ga.missing} elements (is every rank alive and calling allreduce?)"
+            )
+
+    @staticmethod
+    def _hold_bound(rs: RoundState, recheck: float | None, stage: int, now: float) -> float | None:
+        """Wake no later than the first NACK hold of this stage that is still to expire."""
+        if recheck is None:
+            return None
+        holds = [t for (_, s), t in rs.nack_hold.items() if s == stage and t > now]
+        return min(recheck, *holds) if holds else recheck
+
+    @staticmethod
+    def _give_up_s(rs: RoundState) -> float:
+        b = rs.policy.budget_s(rs.sc)
+        return RELIABLE_GIVE_UP_S if b == float("inf") else b + LOSSY_GRACE_S
+
+    def _finish(self, rs: RoundState, now: float) -> None:
+        for job in rs.first_jobs.values():
+            job.cancelled = True
+        rs.finish()
+        delivered = 1.0 - rs.delivered_loss
+        rs.policy.observe(now - rs.t_start, delivered)
+        bad = sum(c for r, c in self.reasons.items() if r not in NOT_BAD)
+        budget = rs.policy.budget_s(rs.sc)
+        stats = RoundStats(
+            round=rs.round,
+            t_start_s=rs.t_start,
+            t_end_s=now,
+            latency_ms=(now - rs.t_start) * 1e3,
+            scatter_ms=(rs.t_scatter_end - rs.t_start) * 1e3,
+            gather_ms=(rs.t_gather_end - rs.t_scatter_end) * 1e3,
+            bytes=self.sent_bytes,
+            pkts_expected=rs.pkts_expected,
+            pkts_received=rs.pkts_received,
+            delivered_loss=rs.delivered_loss,
+            epsilon=rs.policy.epsilon,
+            nacks=self.nacks,
+            retx_pkts=self.retx,
+            cap_hit=rs.cap_hit,
+            bad_dgrams=bad,
+            policy=rs.policy.name,
+            eps_id=rs.eps_id,
+            late_dgrams=self.reasons["late"],
+            eps_mismatch=rs.eps_mismatch,
+            t_budget_ms=budget * 1e3 if budget != float("inf") else 0.0,
+            bad_reasons={r: c for r, c in self.reasons.items() if r not in NOT_BAD},
+        )
+        self.sent_bytes = self.nacks = self.retx = 0
+        self.reasons = Counter()
+        req = self.active_req
+        out = rs.out
+        # Keep only what NACK answers need.
+        rs.partial = rs.out = None  # type: ignore[assignment]
+        rs.sc_got, rs.ga_got = {}, {}
+        self.history[rs.round] = rs
+        while len(self.history) > HISTORY:
+            self.history.popitem(last=False)
+        self.active = self.active_req = None
+        self.inject = False
+        assert req is not None
+        req.result = (out, stats)
+        req.done.set()
+
+    # ---- receive -------------------------------------------------------------------------------
+
+    def _drain(self, i: int) -> None:
+        for _ in range(RECV_BATCH):
+            n = self.ep.recv(i)
+            if n == 0:
+                return
+            if n < 0:
+                continue
+            if self.inject and self.rng.random() < self.cfg.drop:
+                self.reasons["injected"] += 1
+                continue
+            self._on_datagram(n, time.monotonic())
+
+    def _on_datagram(self, n: int, now: float) -> None:
+        cfg = self.cfg
+        h = wire.decode(
+            self.ep.rview, n, job_token=cfg.job_token, world=self.world, me=self.me, mtu=cfg.mtu
+        )
+        if isinstance(h, str):
+            self.reasons[h] += 1
+            return
+        rs = self.active
+        if rs is not None and h.round == rs.round:
+            if h.kind == wire.DATA:
+                why = rs.accept(h, self.ep.rbuf, now)
+                if why is not None:
+                    self.reasons[why] += 1
+            else:
+                self._on_nack(rs, h)
+            return
+        if h.round in self.history:
+            if h.kind == wire.DATA:
+                self.reasons["late"] += 1
+            else:
+                self._on_nack(self.history[h.round], h)
+            return
+        if self.next_round <= h.round <= self.next_round + FUTURE:
+            if h.kind == wire.NACK:
+                self.reasons["unknown_round"] += 1  # we send it all once we get there
+            elif self.pending_bytes + n > PENDING_MAX_BYTES:
+                self.reasons["pending_overflow"] += 1
+            else:
+                self.pending.setdefault(h.round, []).append(bytes(self.ep.rview[:n]))
+                self.pending_bytes += n
+            return
+        self.reasons["round_window"] += 1
+
+    def _on_nack(self, rs: RoundState, h: wire.Header) -> None:
+        q, lay = h.src, rs.layout
+        if h.stage == wire.SCATTER:
+            shard, arr, start = q, rs.data, lay.start(q)
+        else:
+            if rs.reduced is None:
+                self.reasons["unknown_round"] += 1  # our gather has not begun; it will come
+                return
+            shard, arr, start = self.me, rs.reduced, 0
+        n = lay.length(shard)
+        ranges = wire.nack_ranges(self.ep.rview, h.count)
+        if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
+            self.reasons["nack_range"] += 1
+            return
+        first = rs.first_jobs.get((q, h.stage))
+        queued = rs.repairs_queued.setdefault((q, h.stage), set())
+        want: list[int] = []
+        for off, cnt in ranges:
+            for i in range(off // lay.per_pkt, -(-(off + cnt) // lay.per_pkt)):
+                if i in queued or (first is not None and first.unsent(i)):
+                    continue
+                queued.add(i)
+                want.append(i)
+        if want:
+            src = arr[start : start + n].view(np.uint8)
+            job = SendJob(q, rs, h.stage, shard, src, want, first=False)
+            self.queues[q].appendleft(job)
+
+    # ---- send ----------------------------------------------------------------------------------
+
+    def _wants(self) -> dict[int, int]:
+        wants = {}
+        per = self.per_pkt
+        for p, dq in self.queues.items():
+            while dq and (dq[0].cancelled or dq[0].pos >= len(dq[0].indices)):
+                dq.popleft()
+            if dq:
+                job = dq[0]
+                cnt = min(per, job.src.size // 4 - job.indices[job.pos] * per)
+                wants[p] = wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
+        return wants
+
+    def _send(self, now: float) -> None:
+        for _ in range(SEND_BATCH):
+            wants = self._wants()
+            if not wants:
+                return
+            p = self.pacer.next_peer(now, wants)
+            if p is None:
+                return
+            job = self.queues[p][0]
+            i = job.indices[job.pos]
+            job.pos += 1
+            self._send_data(job, i)
+            self.pacer.consume(p, wants[p])
+            now = time.monotonic()
+
+    def _send_data(self, job: SendJob, i: int) -> None:
+        rs, per = job.rs, self.per_pkt
+        off = i * per
+        cnt = min(per, job.src.size // 4 - off)
+        flags = 0
+        if job.first:
+            if i == len(job.indices) - 1:
+                flags = wire.FLAG_LAST
+        else:
+            flags = wire.FLAG_REPAIR
+            rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
+        wire.pack_header_into(
+            self.sbuf,
+            wire.DATA,
+            job.stage,
+            flags,
+            self.cfg.job_token,
+            rs.round,
+            self.me,
+            job.shard,
+            off,
+            cnt,
+            rs.eps_id,
+            rs.policy.header_budget_us(),
+        )
+        nb = 4 * cnt
+        self.sbuf[wire.HEADER_BYTES : wire.HEADER_BYTES + nb] = job.src[4 * off : 4 * off + nb]
+        k = self.ep.k
+        if self.ep.send(i % k, job.peer, self.sview[: wire.HEADER_BYTES + nb]):
+            self.sent_bytes += nb
+            if not job.first:
+                self.retx += 1
+
+    def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
+        t = rs.timing
+        for p in self.peers:
+            key = (p, stage)
+            if now < rs.nack_hold.get(key, 0.0):
+                continue
+            ranges = rs.missing_ranges(stage, p)
+            if not ranges:
+                continue
+            ranges = ranges[: self.max_ranges]
+            pkts = sum(-(-c // rs.layout.per_pkt) for _, c in ranges)
+            shard = self.me if stage == wire.SCATTER else p
+            hdr = wire.Header(
+                wire.MAGIC,
+                wire.VERSION,
+                wire.NACK,
+                stage,
+                0,
+                self.cfg.job_token,
+                rs.round,
+                self.me,
+                shard,
+                0,
+                len(ranges),
+                rs.eps_id,
+                0,
+            )
+            dgram = wire.encode(hdr, wire.nack_payload(ranges))
+            self.sock_rr = (self.sock_rr + 1) % self.ep.k
+            if self.ep.send(self.sock_rr, p, memoryview(dgram)):
+                self.nacks += 1
+            self.pacer.consume(p, len(dgram) + WIRE_OVERHEAD)
+            rs.nack_hold[key] = now + 2 * t.gap_s + pkts * t.pair_pkt_s

@@ -1,0 +1,225 @@
+"""Transpose AllReduce over paced UDP: the public face of the transport.
+
+The bucket is split into N shards and rank j owns shard j. Scatter-reduce: every rank sends
+shard j of its bucket to rank j, which sums what arrives. Gather: every rank sends its reduced
+shard to all. Two hops, so one lost packet costs one contribution, not a chain as in a ring.
+Which data may be missing, and what replaces it, is the completion policy's business
+(completion.py); `allreduce` returns the SUM over ranks.
+
+    tar = TransposeAllReduce.from_process_group("10.0.0.2", "dblp", TransportConfig())
+    tar.calibrate(n_elems=1 << 20)          # burst-free p50 -> t_max = 4 x p50
+    total, stats = tar.allreduce(grad, epsilon=0.01)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from workloads.transport import wire
+from workloads.transport.completion import (
+    CompletionPolicy,
+    Dblp,
+    Reliable,
+    idle_gap_s,
+    make_policy,
+)
+from workloads.transport.config import TransportConfig
+from workloads.transport.endpoint import Endpoint
+from workloads.transport.engine import LOSSY_GRACE_S, RELIABLE_GIVE_UP_S, Engine, Request
+from workloads.transport.pacer import WIRE_OVERHEAD
+from workloads.transport.roundstate import Timing
+from workloads.transport.stats import RoundStats
+
+POLICIES = ("dblp", "optireduce", "reliable")
+#: t_max before calibration: this many times a modelled p50 (pacing bound x 1.25 + 2 idle gaps).
+T_MAX_OVER_P50 = 4.0
+
+
+class TransposeAllReduce:
+    """One rank's Transpose AllReduce endpoint. All ranks call `allreduce` in the same order."""
+
+    def __init__(
+        self,
+        rank: int,
+        world: int,
+        addrs: Sequence[str],
+        policy: str,
+        config: TransportConfig | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
+        if len(addrs) != world or not 0 <= rank < world:
+            raise ValueError(f"rank {rank} / world {world} / {len(addrs)} addresses disagree")
+        if world > 0xFFFF:
+            raise ValueError("world must fit the 16-bit rank field")
+        self.rank, self.world, self.policy_name = rank, world, policy
+        self.config = cfg = config or TransportConfig()
+        self.policy: CompletionPolicy = make_policy(
+            policy, epsilon=cfg.epsilon, mode=cfg.optireduce_mode, rescale=cfg.rescale
+        )
+        self.p50_ms: float | None = None
+        self.t_max_ms: float | None = cfg.t_max_ms
+        self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu)
+        self.endpoint: Endpoint | None = None
+        self.engine: Engine | None = None
+        self._round = 0
+        if world > 1:
+            self.endpoint = Endpoint(rank, addrs, cfg)
+            self.engine = Engine(rank, world, self.endpoint, cfg)
+            self.engine.start()
+
+    @classmethod
+    def from_process_group(
+        cls,
+        addr: str,
+        policy: str,
+        config: TransportConfig | None = None,
+        group=None,
+    ) -> TransposeAllReduce:
+        """Learn every rank's UDP address through the (Gloo) process group."""
+        import torch.distributed as dist
+
+        rank, world = dist.get_rank(group), dist.get_world_size(group)
+        addrs: list[str | None] = [None] * world
+        dist.all_gather_object(addrs, addr, group=group)
+        return cls(rank, world, [str(a) for a in addrs], policy, config)
+
+    @property
+    def rcvbuf_bytes(self) -> int:
+        return self.endpoint.rcvbuf_bytes if self.endpoint else 0
+
+    @property
+    def sndbuf_bytes(self) -> int:
+        return self.endpoint.sndbuf_bytes if self.endpoint else 0
+
+    def modelled_p50_ms(self, n_elems: int) -> float:
+        """Pacing bound x 1.25 + two idle gaps: the p50 assumed before calibration."""
+        return 1.25 * self.bound_ms(n_elems) + 2e3 * self.gap_s
+
+    def bound_ms(self, n_elems: int) -> float:
+        """2 (N-1)/N S / B with S in wire bytes (headers included) and B the rank's rate."""
+        n = self.world
+        per = wire.elems_per_packet(self.config.mtu)
+        wire_bytes = n_elems * 4 + -(-n_elems // per) * (wire.HEADER_BYTES + WIRE_OVERHEAD)
+        return 2 * (n - 1) / n * wire_bytes * 8 / (self.config.rate_mbps * 1e6) * 1e3
+
+    def _timing(self, n_elems: int) -> Timing:
+        if self.t_max_ms is not None:
+            t_max = self.t_max_ms
+            p50 = self.p50_ms if self.p50_ms is not None else t_max / T_MAX_OVER_P50
+        else:
+            p50 = self.modelled_p50_ms(n_elems)
+            t_max = T_MAX_OVER_P50 * p50
+        pair_rate = self.config.rate_mbps * 1e6 / 8 / max(1, self.world - 1)
+        return Timing(
+            t_max_s=t_max / 1e3,
+            p50_s=p50 / 1e3,
+            gap_s=self.gap_s,
+            pair_pkt_s=(self.config.mtu + 14) / pair_rate,
+        )
+
+    def allreduce(
+        self,
+        data: np.ndarray,
+        *,
+        epsilon: float | None = None,
+        eps_id: int = 0,
+        reliable: bool = False,
+        inject_drop: bool = True,
+    ) -> tuple[np.ndarray, RoundStats]:
+        """SUM over ranks of `data` (1-D float32), and this rank's record of the round.
+
+        epsilon overrides the configured loss budget for a dblp round; reliable=True runs this
+        round exactly whatever the policy (DDP's iteration 0). inject_drop=False exempts the
+        round from the configured test loss (calibration rounds are burst-free).
+        """
+        arr = np.asarray(data)
+        if arr.ndim != 1:
+            raise ValueError(f"allreduce takes a 1-D array, got shape {arr.shape}")
+        if arr.dtype != np.float32:
+            raise TypeError(f"allreduce takes float32, got {arr.dtype}")
+        own = np.array(arr, dtype=np.float32, copy=True)
+        if self.engine is None:
+            return self._alone(own, epsilon)
+        if reliable:
+            policy: CompletionPolicy = Reliable()
+        elif self.policy_name == "dblp" and epsilon is not None:
+            policy = Dblp(epsilon)
+        else:
+            policy = self.policy
+        timing = self._timing(len(own))
+        req = Request(own, policy, eps_id, timing, inject_drop and self.config.drop > 0)
+        self.engine.submit(req)
+        # The engine gives up on its own (RELIABLE_GIVE_UP_S, or the budget + grace); this
+        # outer bound only catches an engine that died without answering.
+        wait = RELIABLE_GIVE_UP_S + timing.t_max_s + 2 * LOSSY_GRACE_S
+        if not req.done.wait(wait):
+            raise TimeoutError(f"rank {self.rank}: allreduce got no answer in {wait:.0f} s")
+        if req.error is not None:
+            raise RuntimeError(f"rank {self.rank}: transport failed") from req.error
+        assert req.result is not None
+        self._round += 1
+        return req.result
+
+    def _alone(self, own: np.ndarray, epsilon: float | None) -> tuple[np.ndarray, RoundStats]:
+        now = time.monotonic()
+        self._round += 1
+        eps = self.policy.epsilon if epsilon is None else epsilon
+        stats = RoundStats(
+            self._round - 1,
+            now,
+            now,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            0,
+            0,
+            0.0,
+            eps,
+            0,
+            0,
+            False,
+            0,
+            policy=self.policy_name,
+        )
+        return own, stats
+
+    def calibrate(self, n_elems: int, rounds: int = 5) -> float:
+        """Burst-free p50 (ms) of reliable rounds of n_elems, agreed over ranks (their max).
+
+        Sets t_max = 4 x p50 unless the config fixed t_max_ms. Every rank must call it at the
+        same point. The injected test loss is off during calibration.
+        """
+        if rounds < 1:
+            raise ValueError("calibrate needs at least one round")
+        rng = np.random.default_rng(self.config.seed + 17 * self.rank)
+        lat = []
+        for _ in range(rounds):
+            buf = rng.standard_normal(n_elems).astype(np.float32)
+            _, st = self.allreduce(buf, reliable=True, inject_drop=False)
+            lat.append(st.latency_ms)
+        mine = np.zeros(self.world, dtype=np.float32)
+        mine[self.rank] = float(np.median(lat))
+        every, _ = self.allreduce(mine, reliable=True, inject_drop=False)
+        self.p50_ms = float(every.max())
+        if self.config.t_max_ms is None:
+            self.t_max_ms = T_MAX_OVER_P50 * self.p50_ms
+        return self.p50_ms
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.shutdown()
+            self.engine = None
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
+
+    def __enter__(self) -> TransposeAllReduce:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
