@@ -55,15 +55,20 @@ def run_warnings(runs: Runs) -> list[str]:
         if r.status != "ok":
             why = f": {r.reason}" if r.reason else ""
             out.append(f"run `{r.run_id}` is **{r.status.upper()}**{why} (partial data)")
+        warns = [w for w in r.warnings.split("; ") if w]
         if r.starved:
+            detail = "".join(f"; {w}" for w in warns if w.startswith("starved"))
             out.append(
                 f"run `{r.run_id}` is **STARVED** (the emulator could not keep up; "
-                "its latencies measure the CPU, not the network)"
+                f"its latencies measure the CPU, not the network{detail})"
             )
         if r.oversubscribed:
             out.append(f"run `{r.run_id}` ran **oversubscribed** (more workers than cores)")
-        if r.warnings:
-            out.append(f"run `{r.run_id}` warnings: {r.warnings}")
+        # the flags above already say what the orchestrator's own warnings would repeat
+        said = ("starved", "oversubscribed")
+        rest = [w for w in warns if not w.startswith(said)]
+        if rest:
+            out.append(f"run `{r.run_id}` warnings: {'; '.join(rest)}")
         if (runs.rounds["run_id"] == r.run_id).sum() == 0:
             out.append(f"run `{r.run_id}` has **no rounds** recorded")
     return out

@@ -85,6 +85,33 @@ def test_paper_ratios_only_against_optireduce(three_way):
     assert d.published_e2e_reduction_mean == 0.244 and d.published_e2e_reduction_max == 0.339
 
 
+def test_paper_ratios_leave_out_presets_without_bursts(tmp_path):
+    dirs = []
+    for preset, opt_ms in (("none", 20.0), ("sham", 20.0), ("heavy", 300.0), ("light", 120.0)):
+        dirs.append(
+            write_run(
+                tmp_path, f"o-{preset}", transport="optireduce", preset=preset, burst_ms=opt_ms
+            )
+        )
+        dirs.append(
+            write_run(
+                tmp_path,
+                f"d-{preset}",
+                transport="dblp",
+                preset=preset,
+                burst_ms=60.0 if preset in ("heavy", "light") else 20.0,
+            )
+        )
+    t = tables.build_tables(load_runs(dirs))
+    d = _row(t["paper"], label="dblp")
+    assert d.presets == "heavy, light"
+    assert d.burst_speedup_max == pytest.approx(5.0) and d.burst_speedup_max_preset == "heavy"
+    red = t["comparisons"].set_index(["preset", "label", "baseline"])["e2e_reduction"]
+    expected = (red["heavy", "dblp", "optireduce"] + red["light", "dblp", "optireduce"]) / 2
+    assert d.e2e_reduction_mean == pytest.approx(expected)
+    assert d.e2e_reduction_max == pytest.approx(red["heavy", "dblp", "optireduce"])
+
+
 def test_no_optireduce_means_no_paper_ratios(tmp_path):
     dirs = [
         write_run(tmp_path, "tcp-0", transport="tcp"),
