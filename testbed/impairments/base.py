@@ -1,0 +1,85 @@
+"""The one interface every impairment mechanism implements, and the link direction it acts on.
+
+A mechanism installs its hooks at zero effect in `prepare` (before the run), then changes them
+in place: `apply(egress, value, event)` sets the composed set-point, `revert(egress, kind)`
+restores the base of that kind. Both return a Ticket at once (the command is already on its way
+to the namespace's shell);
+`Ticket.wait()` gives the CLOCK_MONOTONIC time it took effect. `drops(egress)` reads the
+cumulative drop counter the mechanism's effect shows up in; `close` removes everything.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from testbed.impairments.applier import ShellApplier
+from testbed.schedule import Event
+
+__all__ = ["Egress", "Impairment", "Ticket", "egress_of"]
+
+
+@dataclass(frozen=True)
+class Egress:
+    """The egress of ``node`` towards ``peer``: interface ``intf`` in node's namespace."""
+
+    node: str
+    peer: str
+    intf: str
+    mbps: float
+    queue: int
+    is_host: bool
+
+    @property
+    def direction(self) -> str:
+        return f"{self.node}->{self.peer}"
+
+
+def egress_of(topo, direction: str) -> Egress:
+    node, peer = direction.split("->")
+    link = topo.link(node, peer)
+    is_host = topo.node(node).kind == "host"
+    return Egress(node, peer, topo.intf(node, peer), link.mbps, link.queue, is_host)
+
+
+class Ticket:
+    """A submitted change; `wait()` returns when (CLOCK_MONOTONIC) it took effect."""
+
+    def __init__(self, waits: Sequence[Callable[[], float]]) -> None:
+        self._waits = list(waits)
+
+    def wait(self) -> float:
+        return max((w() for w in self._waits), default=float("nan"))
+
+
+def shell_ticket(shell: ShellApplier, argvs: Sequence[Sequence[str]]) -> Ticket:
+    """Submit commands to one shell; the ticket waits for the last acknowledgement."""
+    seqs = [shell.submit(a) for a in argvs]
+    return Ticket([lambda s=s: shell.wait(s).t_s for s in seqs])
+
+
+class Impairment(ABC):
+    """One mechanism for one event kind (netem serves two: loss and delay)."""
+
+    #: True when the drop counter cannot move while the mechanism is at its base (a loss rule
+    #: at probability 0); queue-drop counters (squeeze, incast) also count ordinary congestion.
+    still_when_idle: bool = False
+
+    def __init__(self, shells: Callable[[str], ShellApplier]) -> None:
+        self.shell = shells  # node name -> that namespace's shell
+
+    @abstractmethod
+    def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None: ...
+
+    @abstractmethod
+    def apply(self, egress: Egress, value: float, event: Event) -> Ticket: ...
+
+    @abstractmethod
+    def revert(self, egress: Egress, kind: str) -> Ticket: ...
+
+    @abstractmethod
+    def drops(self, egress: Egress) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,103 @@
+"""Loss by `iptables-legacy -m statistic` (random or nth) in the egress node's namespace.
+
+Per namespace: chain ``dblp_loss`` jumped to from FORWARD (routers) or OUTPUT (hosts), holding
+the exemptions then one rule per egress interface; each rule jumps to its own ``dblp_dN`` chain
+whose single DROP rule counts the drops (replacing a rule with `-R` resets that rule's counters,
+the DROP rule behind it is never replaced). Rules are installed at probability 0 and changed in
+place with `-R` (~1.5 ms). Every packet kind is dropped, except the iperf3 probe's control
+connection (TCP port 5201 whose peer is not the probe's data port 5202) and its 4-byte UDP
+handshake (UDP with an IP length <= 40).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
+from testbed.schedule import Event
+
+__all__ = ["IptablesLoss", "exemption_specs", "loss_spec", "nth_every"]
+
+IPT = ["iptables-legacy", "-w", "5"]
+CHAIN = "dblp_loss"
+PROBE_CONTROL_PORT = 5201
+PROBE_DATA_PORT = 5202
+HANDSHAKE_MAX_LEN = 40
+
+
+def exemption_specs() -> list[list[str]]:
+    """The RETURN rules at the top of the loss chain (iperf3 control and UDP handshake)."""
+    c, d = str(PROBE_CONTROL_PORT), str(PROBE_DATA_PORT)
+    return [
+        ["-p", "tcp", "--dport", c, "!", "--sport", d, "-j", "RETURN"],
+        ["-p", "tcp", "--sport", c, "!", "--dport", d, "-j", "RETURN"],
+        ["-p", "udp", "-m", "length", "--length", f"0:{HANDSHAKE_MAX_LEN}", "-j", "RETURN"],
+    ]
+
+
+def nth_every(probability: float) -> int:
+    """Every-n-th drop closest to a probability (0.2 -> every 5th packet)."""
+    return max(1, round(1.0 / probability))
+
+
+def loss_spec(intf: str, drop_chain: str, probability: float, mode: str) -> list[str]:
+    """The per-egress rule body: drop with `probability` (random) or every n-th packet."""
+    if mode == "nth" and probability > 0:
+        stat = ["--mode", "nth", "--every", str(nth_every(probability)), "--packet", "0"]
+    else:
+        stat = ["--mode", "random", "--probability", f"{probability:.10f}"]
+    return ["-o", intf, "-m", "statistic", *stat, "-j", drop_chain]
+
+
+class IptablesLoss(Impairment):
+    still_when_idle = True
+
+    def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
+        self._rule: dict[str, tuple[int, str]] = {}  # direction -> (rule number, drop chain)
+        self._nodes: dict[str, bool] = {}
+        per_node: dict[str, list[Egress]] = {}
+        for e in egresses:
+            per_node.setdefault(e.node, []).append(e)
+        for node, egs in per_node.items():
+            sh = self.shell(node)
+            sh.run([*IPT, "-N", CHAIN])
+            self._nodes[node] = egs[0].is_host
+            for spec in exemption_specs():
+                sh.run([*IPT, "-A", CHAIN, *spec])
+            for i, e in enumerate(egs):
+                drop = f"dblp_d{i}"
+                sh.run([*IPT, "-N", drop])
+                sh.run([*IPT, "-A", drop, "-j", "DROP"])
+                sh.run([*IPT, "-A", CHAIN, *loss_spec(e.intf, drop, 0.0, "random")])
+                self._rule[e.direction] = (len(exemption_specs()) + 1 + i, drop)
+            hook = "OUTPUT" if egs[0].is_host else "FORWARD"
+            sh.run([*IPT, "-I", hook, "1", "-j", CHAIN])
+
+    def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
+        num, drop = self._rule[egress.direction]
+        spec = loss_spec(egress.intf, drop, probability, mode)
+        return shell_ticket(self.shell(egress.node), [[*IPT, "-R", CHAIN, str(num), *spec]])
+
+    def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
+        return self._replace(egress, value, event.params.get("mode", "random"))
+
+    def revert(self, egress: Egress, kind: str) -> Ticket:
+        return self._replace(egress, 0.0, "random")
+
+    def drops(self, egress: Egress) -> int:
+        _, drop = self._rule[egress.direction]
+        out = self.shell(egress.node).run([*IPT, "-L", drop, "-v", "-x", "-n"])
+        return int(out.splitlines()[2].split()[0])
+
+    def close(self) -> None:
+        for node, is_host in self._nodes.items():
+            sh = self.shell(node)
+            hook = "OUTPUT" if is_host else "FORWARD"
+            sh.run([*IPT, "-D", hook, "-j", CHAIN])
+            sh.run([*IPT, "-F", CHAIN])
+            sh.run([*IPT, "-X", CHAIN])
+        for direction, (_, drop) in self._rule.items():
+            sh = self.shell(direction.split("->")[0])
+            sh.run([*IPT, "-F", drop])
+            sh.run([*IPT, "-X", drop])
+        self._nodes, self._rule = {}, {}

@@ -1,0 +1,252 @@
+"""Plays a burst schedule on a live network in the background and records what happened.
+
+`prepare()` (before the run) starts one shell per namespace involved, installs every rule at
+zero effect and starts the incast senders; `start(t0)` plays the schedule's set-point changes
+(schedule.timeline) at t0 + t with absolute-deadline sleeps, all namespaces of one instant in
+parallel; `stop()` ends playback, reverts whatever is active, removes every rule and sender,
+and returns one `bursts` row per event that was due. Cleanup is registered with
+`net.on_teardown`, so it also runs on exceptions, Ctrl-C and SIGTERM.
+
+Ground truth per row: planned times (t0 + schedule time), applied times (when the change's
+acknowledgement came back from the namespace), and the drops counted by the mechanism's counter
+between the event's applied start and end (for overlapping events on one link direction each
+event counts the drops of its own window).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import threading
+import time
+from itertools import groupby
+from typing import Any
+
+from testbed.impairments.applier import ShellApplier
+from testbed.impairments.base import Egress, Impairment, egress_of
+from testbed.schedule import Change, Event, timeline
+
+__all__ = ["BurstScheduler"]
+
+#: wake this long before a deadline and spin the rest: time.sleep overshoots by ~0.1-1 ms
+SPIN_S = 0.0005
+
+
+class BurstScheduler:
+    def __init__(self, net, events: list[Event], backend: str, run_id: str) -> None:
+        if backend not in ("netem", "iptables", "nft"):
+            raise ValueError(f"impairment backend {backend!r}: use netem, iptables or nft")
+        self.net, self.events, self.backend, self.run_id = net, list(events), backend, run_id
+        self.changes: list[Change] = timeline(self.events)
+        self.t0: float | None = None
+        self._shells: dict[str, ShellApplier] = {}
+        self._mechs: dict[str, Impairment] = {}
+        self._egress: dict[str, Egress] = {}
+        self._applied_start: dict[tuple[int, str], float] = {}
+        self._applied_end: dict[tuple[int, str], float] = {}
+        self._count_start: dict[tuple[int, str], int] = {}
+        self._drops: dict[tuple[int, str], int] = {}
+        self._last_count: dict[tuple[str, str], int] = {}
+        self._active: dict[tuple[str, str], Change] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.error: BaseException | None = None
+        self.lags_ms: list[float] = []
+
+    # ---- set-up ------------------------------------------------------------------------------
+
+    def shell(self, node: str) -> ShellApplier:
+        if node not in self._shells:
+            prefix = ["mnexec", "-a", str(self.net.node(node).pid)]
+            sh = ShellApplier(prefix, node)
+            self.net.register_process(sh.proc, f"burst applier shell in {node}")
+            self._shells[node] = sh
+        return self._shells[node]
+
+    def _spawn(self, host: str, argv: list[str]) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            ["mnexec", "-a", str(self.net.node(host).pid), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
+        self.net.register_process(proc, f"incast sender in {host}")
+        return proc
+
+    def _mechanism(self, kind: str) -> Impairment:
+        from testbed.impairments import incast, iptables, netem, nft, squeeze
+
+        if kind == "delay" or (kind == "loss" and self.backend == "netem"):
+            shared = self._mechs.get("delay") or self._mechs.get("loss")
+            if isinstance(shared, netem.NetemLeaf):
+                return shared
+            return netem.NetemLeaf(self.shell)
+        if kind == "loss":
+            return {"iptables": iptables.IptablesLoss, "nft": nft.NftLoss}[self.backend](self.shell)
+        if kind == "squeeze":
+            return squeeze.HtbSqueeze(self.shell)
+        return incast.IncastSenders(self.shell, self._spawn, self.net.topo.host_ip)
+
+    def prepare(self) -> None:
+        """Install everything at zero effect; before the run, so no event pays for set-up."""
+        self.net.on_teardown(self._cleanup)
+        for e in self.events:
+            if e.kind not in self._mechs:
+                self._mechs[e.kind] = self._mechanism(e.kind)
+            self._egress.setdefault(e.direction, egress_of(self.net.topo, e.direction))
+        for mech in dict.fromkeys(self._mechs.values()):  # netem serves loss and delay: once
+            kinds = {k for k, m in self._mechs.items() if m is mech}
+            evs = [e for e in self.events if e.kind in kinds]
+            egs = [self._egress[d] for d in dict.fromkeys(e.direction for e in evs)]
+            mech.prepare(egs, evs)
+            if mech.still_when_idle:
+                for eg in egs:
+                    for k in kinds:
+                        self._last_count[(eg.direction, k)] = mech.drops(eg)
+        for sh in self._shells.values():  # every shell is alive and in its namespace
+            sh.run(["true"])
+
+    # ---- playback ----------------------------------------------------------------------------
+
+    def start(self, t0_monotonic: float) -> None:
+        """Play the schedule with t = 0 at `t0_monotonic` (CLOCK_MONOTONIC seconds)."""
+        if self._thread is not None:
+            raise RuntimeError("BurstScheduler.start called twice")
+        self.t0 = t0_monotonic
+        self._thread = threading.Thread(target=self._play, name="burst scheduler", daemon=True)
+        self._thread.start()
+
+    def _sleep_until(self, deadline: float) -> bool:
+        """False if stopped before the deadline."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            if left > SPIN_S:
+                if self._stop.wait(left - SPIN_S):
+                    return False
+            elif self._stop.is_set():
+                return False
+
+    def _play(self) -> None:
+        try:
+            for t, group in groupby(self.changes, key=lambda c: c.t_s):
+                if not self._sleep_until(self.t0 + t):
+                    return
+                self._apply_group(list(group))
+        except BaseException as e:  # noqa: BLE001 - reported by stop(), never lost in a thread
+            self.error = e
+
+    def _apply_group(self, group: list[Change]) -> None:
+        planned = self.t0 + group[0].t_s
+        was_active = set(self._active)
+        tickets = []
+        for c in group:
+            mech, eg = self._mechs[c.kind], self._egress[c.direction]
+            if c.value is None:
+                tickets.append(mech.revert(eg, c.kind))
+                self._active.pop((c.direction, c.kind), None)
+            else:
+                tickets.append(mech.apply(eg, c.value, c.event))
+                self._active[(c.direction, c.kind)] = c
+        for c, ticket in zip(group, tickets, strict=True):
+            applied = ticket.wait()
+            self.lags_ms.append((applied - planned) * 1000)
+            for eid in c.ends:
+                self._applied_end[(eid, c.direction)] = applied
+            for eid in c.starts:
+                self._applied_start[(eid, c.direction)] = applied
+        for c in group:
+            if not (c.starts or c.ends):
+                continue
+            mech, slot = self._mechs[c.kind], (c.direction, c.kind)
+            before = self._last_count.get(slot)
+            count = mech.drops(self._egress[c.direction])
+            self._last_count[slot] = count
+            for eid in c.ends:
+                key = (eid, c.direction)
+                self._drops[key] = count - self._count_start.get(key, count)
+            # A loss rule at probability 0 drops nothing, so its counter at the event's start is
+            # the one read when it was last idle (reading it after the apply would miss drops).
+            idle_before = slot not in was_active
+            for eid in c.starts:
+                start = before if mech.still_when_idle and idle_before else count
+                self._count_start[(eid, c.direction)] = count if start is None else start
+
+    # ---- stop and clean-up -------------------------------------------------------------------
+
+    def stop(self) -> list[dict[str, Any]]:
+        """End playback, revert and remove everything, return the `bursts` rows."""
+        t_stop = time.monotonic()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
+        self._end_active()
+        self._cleanup()
+        if self.error is not None:
+            raise RuntimeError(f"burst scheduler failed: {self.error}") from self.error
+        return self.rows(t_stop)
+
+    def _end_active(self) -> None:
+        """Revert what is still on; events cut short end at their revert."""
+        if not self._active or self.t0 is None:
+            return
+        now = time.monotonic()
+        cut = [
+            Change(now - self.t0, d, k, None, None, (), tuple(self._open_events(d, k)))
+            for (d, k) in list(self._active)
+        ]
+        self._apply_group(cut)
+
+    def _open_events(self, direction: str, kind: str) -> list[int]:
+        return [
+            e.event_id
+            for e in self.events
+            if e.direction == direction
+            and e.kind == kind
+            and (e.event_id, direction) in self._applied_start
+            and (e.event_id, direction) not in self._applied_end
+        ]
+
+    def _cleanup(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        problems = []
+        for mech in dict.fromkeys(self._mechs.values()):
+            try:
+                mech.close()
+            except Exception as e:  # noqa: BLE001 - close the rest, then report
+                problems.append(e)
+        for sh in self._shells.values():
+            sh.close()
+        if problems:
+            raise problems[0]
+
+    def rows(self, t_stop: float | None = None) -> list[dict[str, Any]]:
+        """One `bursts` row per event (per link direction) that was due before the stop."""
+        if self.t0 is None:
+            return []
+        t_stop = time.monotonic() if t_stop is None else t_stop
+        out = []
+        for e in self.events:
+            if self.t0 + e.planned_start_s > t_stop:
+                continue
+            key = (e.event_id, e.direction)
+            out.append(
+                {
+                    "run_id": self.run_id,
+                    "event_id": e.event_id,
+                    "link": e.link,
+                    "direction": e.direction,
+                    "kind": e.kind,
+                    "magnitude": float(e.magnitude),
+                    "planned_start_s": self.t0 + e.planned_start_s,
+                    "planned_end_s": self.t0 + e.planned_end_s,
+                    "applied_start_s": self._applied_start.get(key, math.nan),
+                    "applied_end_s": self._applied_end.get(key, math.nan),
+                    "drops": int(self._drops.get(key, 0)),
+                }
+            )
+        return out
