@@ -1,0 +1,262 @@
+"""A `Topology` as a live Mininet network: every node a Linux host/router in its own namespace.
+
+No Open vSwitch, no controller, no bridges: veth pairs are created straight inside their two
+namespaces, each namespace is configured by one `ip -batch`, one `tc -batch` and one sysctl/
+ethtool script, run in parallel across nodes. Teardown kills every process in our namespaces
+(the namespaces and their veths then vanish with them), so it removes exactly what we created.
+
+    with live_network(fattree(4), seed=1) as net:
+        net.exec("h1", ["ping", "-c1", net.topo.host_ip("h16")])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mininet.link import Intf
+from mininet.net import Mininet
+from mininet.node import Host
+
+from testbed import netplan
+from testbed.kernel import KernelError, run, run_batch
+from testbed.statedir import StateDir, pids_in_netns
+from topologies import Topology
+
+__all__ = ["KernelError", "LiveNetwork", "Terminated", "live_network"]
+
+HASH_SEED_SYSCTL = Path("/proc/sys/net/ipv4/fib_multipath_hash_seed")
+RTO_MIN_SYSCTL = Path("/proc/sys/net/ipv4/tcp_rto_min_us")
+CONFIG_WORKERS = 8
+STEP_TIMEOUT_S = 30.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that one cleanup path serves both."""
+
+
+class _Mininet(Mininet):
+    """Mininet without its start-up tuning: `fixLimits` raises sysctls of the *root* namespace,
+    which is not ours to change. We only raise our own process's file limit."""
+
+    @classmethod
+    def init(cls) -> None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < min(hard, 16384):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 16384), hard))
+
+
+class _Signals:
+    """SIGINT/SIGTERM while we bring up or tear down are deferred to safe points, so nothing
+    is created unrecorded and teardown is never cut short; in between they raise at once."""
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self.deferring = True
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.deferring:
+            self.pending = self.pending or signum
+            return
+        self._raise(signum)
+
+    @staticmethod
+    def _raise(signum: int) -> None:
+        if signum == signal.SIGTERM:
+            raise Terminated("SIGTERM")
+        raise KeyboardInterrupt
+
+    def checkpoint(self) -> None:
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            self._raise(signum)
+
+    def live(self) -> None:
+        """Leave the deferred mode; a signal that arrived meanwhile is raised now."""
+        self.deferring = False
+        self.checkpoint()
+
+
+@dataclass
+class LiveNetwork:
+    topo: Topology
+    mininet: Mininet
+    state: StateDir
+    seed: int
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> sysctls set
+    notes: list[str] = field(default_factory=list)  # what this kernel could not do, and why
+    _procs: list[tuple[subprocess.Popen, str]] = field(default_factory=list)
+    _teardown: list[Callable[[], object]] = field(default_factory=list)
+
+    def node(self, name: str) -> Host:
+        return self.mininet.nameToNode[name]
+
+    def prefix(self, name: str) -> list[str]:
+        """argv prefix that runs a command inside the node's namespaces."""
+        return ["mnexec", "-a", str(self.node(name).pid)]
+
+    def exec(self, name: str, argv: Sequence[str], timeout: float = 10.0) -> str:
+        return run([*self.prefix(name), *argv], timeout=timeout)
+
+    def register_process(self, popen: subprocess.Popen, what: str) -> None:
+        self.state.add_proc(popen.pid, what)
+        self._procs.append((popen, what))
+
+    def on_teardown(self, fn: Callable[[], object]) -> None:
+        self._teardown.append(fn)
+
+
+@contextlib.contextmanager
+def live_network(
+    topo: Topology, seed: int = 0, tcp_rto_min_ms: float | None = None, tag: str | None = None
+) -> Iterator[LiveNetwork]:
+    """Bring `topo` up; on every exit path (normal, exception, Ctrl-C, SIGTERM) tear it down."""
+    if os.geteuid() != 0:
+        raise PermissionError("a live network needs root (network namespaces, veths, tc)")
+    with _Signals() as signals:
+        state = StateDir.create(tag)
+        net = LiveNetwork(topo, _Mininet(topo=None, controller=None, build=False), state, seed)
+        try:
+            _bring_up(net, signals, tcp_rto_min_ms)
+            signals.live()
+            yield net
+        finally:
+            signals.deferring = True
+            _tear_down(net)
+
+
+def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None) -> None:
+    topo = net.topo
+    for node in topo.nodes:
+        host = net.mininet.addHost(node.name, ip=None, inNamespace=True)
+        net.state.add_node(node.name, host.pid)
+        signals.checkpoint()
+    pids = {n.name: net.node(n.name).pid for n in topo.nodes}
+    run_batch(netplan.veth_commands(topo, pids), "ip", timeout=STEP_TIMEOUT_S)
+    signals.checkpoint()
+    for node in topo.nodes:
+        h = net.node(node.name)
+        for port, peer in enumerate(topo.neighbors(node.name)):
+            Intf(topo.intf(node.name, peer), node=h, port=port, moveIntfFn=_already_there)
+
+    have_seed = HASH_SEED_SYSCTL.exists()
+    have_rto = RTO_MIN_SYSCTL.exists()
+    if not have_seed:
+        net.notes.append("kernel lacks net.ipv4.fib_multipath_hash_seed: ECMP paths not seeded")
+    if tcp_rto_min_ms and not have_rto:
+        net.notes.append("kernel lacks net.ipv4.tcp_rto_min_us: rto_min set on host routes")
+    plans = netplan.node_plans(topo, net.seed, tcp_rto_min_ms, have_seed, have_rto)
+    for name, plan in plans.items():
+        net.sysctls[name] = dict(plan.sysctls)
+    with ThreadPoolExecutor(CONFIG_WORKERS) as pool:
+        futures = [pool.submit(_configure, net.prefix(n), p) for n, p in plans.items()]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+            if signals.pending is not None or any(f.exception() for f in done):
+                for f in pending:
+                    f.cancel()
+                wait(pending)
+                signals.checkpoint()
+                for f in done:
+                    f.result()
+
+
+def _already_there(_intf: str, _node: Host) -> None:
+    """Interfaces are born in their namespace (see netplan.veth_commands): nothing to move."""
+
+
+def _configure(prefix: list[str], plan: netplan.NodePlan) -> None:
+    script = ["set -e", "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in plan.sysctls)]
+    offs = " ".join(f"{o} off" for o in netplan.OFFLOADS)
+    script += [f"ethtool -K {shlex.quote(i)} {offs}" for i in plan.intfs]
+    run([*prefix, "sh", "-c", "\n".join(script)], timeout=STEP_TIMEOUT_S)
+    run_batch(plan.ip, "ip", prefix=prefix, timeout=STEP_TIMEOUT_S)
+    run_batch(plan.tc, "tc", prefix=prefix, timeout=STEP_TIMEOUT_S)
+
+
+def _tear_down(net: LiveNetwork) -> None:
+    errors: list[BaseException] = []
+    for fn in reversed(net._teardown):
+        try:
+            fn()
+        except Exception as e:  # keep tearing down; report after
+            errors.append(e)
+    for popen, _what in net._procs:
+        if popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                popen.terminate()
+    deadline = time.monotonic() + 3.0
+    for popen, _what in net._procs:
+        try:
+            popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait(timeout=5.0)
+    leftovers = kill_namespaces({r.netns for r in net.state.nodes()})
+    for host in list(net.mininet.hosts):
+        if host.shell is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                host.shell.wait(timeout=2.0)
+            host.waitExited = False
+            host.cleanup()
+    net.mininet.hosts.clear()
+    net.mininet.nameToNode.clear()
+    net.state.remove()
+    if leftovers:
+        errors.append(RuntimeError(f"processes survived teardown: {leftovers}"))
+    if errors and sys.exc_info()[0] is None:
+        raise errors[0]
+    for e in errors:
+        print(f"teardown: {e}", file=sys.stderr)
+
+
+def kill_namespaces(inodes: set[int], timeout: float = 5.0) -> list[int]:
+    """SIGKILL every process in the given network namespaces; return any still alive after."""
+    if not inodes:
+        return []
+    pids = pids_in_netns(inodes)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap()
+        pids = pids_in_netns(inodes)
+        if not pids:
+            return []
+        time.sleep(0.02)
+    return pids
+
+
+def _reap() -> None:
+    """Collect exited children (node shells, `node.popen` processes) so none stay zombies."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

@@ -1,0 +1,181 @@
+"""A real k=4 fat-tree in Mininet: reachability, shaped throughput, ECMP, and clean teardown.
+
+One module-scoped network serves the measurement tests; the teardown tests bring up their
+own networks (in this process, or in a child that gets SIGINT/SIGTERM) and compare the
+machine's state before and after.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import netcheck
+from testbed.network import live_network
+from testbed.statedir import ROOT, netns_inode, pids_in_netns
+from topologies import fattree
+
+pytestmark = pytest.mark.require_root
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def net():
+    with live_network(fattree(4, mbps=100.0, queue=50), seed=7) as n:
+        yield n
+
+
+def test_all_pairs_reachable(net):
+    r = netcheck.reachability(net)
+    assert r.total == 240
+    assert r.reachable == 240, r.unreachable
+
+
+def test_iperf3_across_pods_within_10_percent(net):
+    mbps = netcheck.iperf3(net, "h1", "h16", seconds=3)
+    assert 90.0 <= mbps <= 110.0, mbps
+
+
+def test_shaping_and_routes_are_in_the_kernel(net):
+    qdiscs = net.exec("r_a0_0", ["tc", "qdisc", "show", "dev", "r_a0_0-eth2"])
+    assert "htb 1:" in qdiscs and "pfifo 10:" in qdiscs and "limit 50p" in qdiscs
+    cls = net.exec("r_a0_0", ["tc", "class", "show", "dev", "r_a0_0-eth2"])
+    assert "rate 100Mbit" in cls
+    route = net.exec("r_e0_0", ["ip", "route", "show", "10.3.1.0/24"])
+    assert route.count("nexthop") == 2
+    feats = net.exec("h1", ["ethtool", "-k", "h1-eth0"])
+    for f in ("tcp-segmentation-offload: off", "generic-segmentation-offload: off",
+              "generic-receive-offload: off"):  # fmt: skip
+        assert f in feats
+    sysctl = net.exec("r_c0_0", ["sysctl", "-n", "net.ipv4.fib_multipath_hash_policy"])
+    assert sysctl.strip() == "1"
+
+
+def test_parallel_flows_use_more_than_one_uplink(net):
+    ups = netcheck.uplinks(net, "r_e0_0")
+    assert len(ups) == 2
+    before = netcheck.tx_bytes(net, "r_e0_0")
+    netcheck.iperf3(net, "h1", "h16", seconds=2, parallel=8, cport=41000)
+    after = netcheck.tx_bytes(net, "r_e0_0")
+    delta = {u: after[u] - before[u] for u in ups}
+    total = sum(delta.values())
+    assert total > 10e6, delta  # ~2 s at ~95 Mbit/s
+    assert sum(1 for d in delta.values() if d > 0.05 * total) >= 2, delta
+
+
+# --- teardown: the machine is as it was ------------------------------------------------
+
+
+def _snapshot() -> dict[str, object]:
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, timeout=10)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    return {
+        "links": sorted(ln.split(":")[1].strip().split("@")[0] for ln in links.stdout.splitlines()),
+        "netns": netns.stdout,
+        "children": _children(),
+        "state": sorted(p.name for p in ROOT.iterdir()) if ROOT.is_dir() else [],
+    }
+
+
+def _children() -> set[int]:
+    """Live (non-zombie) processes whose parent is this test process."""
+    out = set()
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                stat = Path(f"/proc/{e}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == os.getpid() and stat[0] != "Z":
+                out.add(int(e))
+    return out
+
+
+def _same_as(before, after, netns_inodes: set[int], pids: set[int]):
+    assert after["links"] == before["links"]
+    assert after["netns"] == before["netns"]
+    assert after["children"] <= before["children"]
+    assert after["state"] == before["state"]
+    assert netns_inodes, "no namespaces were recorded"
+    assert pids_in_netns(netns_inodes) == [], "processes left in our namespaces"
+    assert not [p for p in pids if _running(p)]
+
+
+def _running(pid: int) -> bool:
+    """Exists and is not a zombie (a detached daemon's zombie belongs to init to reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_teardown_leaves_nothing(net):
+    before = _snapshot()
+    with live_network(fattree(4), seed=1) as n2:
+        pids = {n2.node(h.name).pid for h in n2.topo.nodes}
+        inodes = {netns_inode(p) for p in pids}
+        # an unregistered daemon that detaches: teardown must still remove it
+        n2.exec("h3", ["iperf3", "-s", "-D", "-p", "5999"])
+        daemons = set(pids_in_netns(inodes)) - pids
+        assert daemons, "the iperf3 daemon did not start"
+    _same_as(before, _snapshot(), inodes, pids | daemons)
+
+
+CHILD = """
+import sys, time
+from topologies import fattree
+from testbed.network import live_network
+with live_network(fattree(int(sys.argv[1])), tag=sys.argv[2]) as net:
+    print("up", flush=True)
+    time.sleep(60)
+"""
+
+
+def _child(k: int, tag: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(k), tag],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _recorded(tag: str) -> tuple[set[int], set[int]]:
+    """(node pids, their netns inodes) from the child's state dir."""
+    try:
+        lines = [ln.split() for ln in (ROOT / tag / "nodes").read_text().splitlines() if ln]
+    except OSError:
+        return set(), set()
+    return {int(f[1]) for f in lines}, {int(f[3]) for f in lines if f[3] != "None"}
+
+
+def test_sigint_mid_bring_up_leaves_nothing(net):
+    before = _snapshot()
+    tag = f"test-sigint-{os.getpid()}"
+    child = _child(8, tag)  # 208 nodes: bring-up takes seconds, so 1 s is mid-way
+    time.sleep(1.0)
+    started, inodes = _recorded(tag)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert "up" not in out.split(), "bring-up finished before the SIGINT: not mid-way"
+    assert child.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+    assert started, "the child had created no node yet"
+    _same_as(before, _snapshot(), inodes, started)
+
+
+def test_sigterm_while_up_leaves_nothing(net):
+    before = _snapshot()
+    tag = f"test-sigterm-{os.getpid()}"
+    child = _child(2, tag)
+    line = child.stdout.readline()
+    assert line.strip() == "up", child.stderr.read()
+    started, inodes = _recorded(tag)
+    child.send_signal(signal.SIGTERM)
+    _out, err = child.communicate(timeout=60)
+    assert child.returncode != 0 and "Terminated" in err, err[-2000:]
+    _same_as(before, _snapshot(), inodes, started)

@@ -1,0 +1,44 @@
+"""The per-namespace plan of a live network, checked without root."""
+
+from testbed.netplan import hash_seed, mac, node_plans, veth_commands
+from topologies import fattree
+
+
+def test_veths_are_born_in_their_namespaces():
+    t = fattree(4)
+    cmds = veth_commands(t, {n.name: i + 100 for i, n in enumerate(t.nodes)})
+    assert len(cmds) == 48
+    first = cmds[0]
+    assert first[first.index("name") + 1] == "h1-eth0"
+    assert first.count("netns") == 2 and "peer" in first
+    macs = [c[c.index("address") + 1] for c in cmds] + [
+        c[len(c) - 1 - c[::-1].index("address") + 1] for c in cmds
+    ]
+    assert len(set(macs)) == 96
+
+
+def test_router_and_host_plans():
+    plans = node_plans(fattree(4), seed=3, tcp_rto_min_ms=5)
+    r = plans["r_e0_0"]
+    sysctls = dict(r.sysctls)
+    assert sysctls["net.ipv4.ip_forward"] == "1"
+    assert sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+    assert sysctls["net.ipv4.fib_multipath_hash_seed"] == str(hash_seed(3))
+    assert sysctls["net.ipv4.conf.r_e0_0-eth2.rp_filter"] == "0"
+    ecmp = [c for c in r.ip if c[:3] == ("ip", "route", "add") and "nexthop" in c]
+    assert len(ecmp) == 7 and all(c.count("nexthop") == 2 for c in ecmp)
+    assert len(r.tc) == 3 * 4
+    h = plans["h1"]
+    assert dict(h.sysctls)["net.ipv4.tcp_rto_min_us"] == "5000"
+    assert ("ip", "route", "add", "default", "via", "10.0.0.1", "dev", "h1-eth0", "onlink") in h.ip
+    fallback = node_plans(fattree(2), tcp_rto_min_ms=5, have_rto_sysctl=False)["h1"]
+    assert any("rto_min" in c for c in fallback.ip)
+    assert "net.ipv4.fib_multipath_hash_seed" not in dict(
+        node_plans(fattree(2), have_hash_seed=False)["r_e0_0"].sysctls
+    )
+
+
+def test_hash_seed_is_deterministic_and_never_zero():
+    assert hash_seed(1) == hash_seed(1) != hash_seed(2)
+    assert all(hash_seed(s) != 0 for s in range(1000))
+    assert mac(0x010203, 1) == "02:db:01:02:03:01"
