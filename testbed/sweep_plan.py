@@ -29,6 +29,7 @@ class Decision(StrEnum):
 
 @dataclass(frozen=True)
 class PlannedRun:
+    variant: str  # the transport, or a bench variant's name ("tcp-rto5ms")
     transport: str
     burst: str
     repeat: int
@@ -52,8 +53,46 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-") or "x"
 
 
-def run_id_for(transport: str, burst: str, repeat: int, spec_hash: str) -> str:
-    return f"{_slug(transport)}-{_slug(burst)}-r{repeat}-{spec_hash[:12]}"
+def run_id_for(variant: str, burst: str, repeat: int, spec_hash: str) -> str:
+    return f"{_slug(variant)}-{_slug(burst)}-r{repeat}-{spec_hash[:12]}"
+
+
+def expand_variants(
+    base: Mapping[str, Any],
+    variants: Mapping[str, Mapping[str, Any]],
+    bursts: Sequence[str],
+    repeats: int,
+    hash_spec: Callable[[dict[str, Any]], str],
+) -> list[PlannedRun]:
+    """The matrix of named spec overrides x presets x repeats, repeat-major then preset then
+    variant, so a sweep stopped early still holds complete comparisons for the repeats it
+    finished. Every variant of repeat r gets seed base_seed + r."""
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    base_seed = int(base.get("seed", 0) or 0)
+    plan = []
+    for repeat in range(repeats):
+        seed = base_seed + repeat
+        for burst in bursts:
+            for name, over in variants.items():
+                spec = {**base, **over, "burst": burst, "seed": seed}
+                h = hash_spec(spec)
+                plan.append(
+                    PlannedRun(
+                        name,
+                        str(spec.get("transport", "")),
+                        burst,
+                        repeat,
+                        seed,
+                        h,
+                        run_id_for(name, burst, repeat, h),
+                        spec,
+                    )
+                )
+    ids = [p.run_id for p in plan]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two planned runs share a folder name (duplicate variant/preset?)")
+    return plan
 
 
 def expand(
@@ -63,32 +102,9 @@ def expand(
     repeats: int,
     hash_spec: Callable[[dict[str, Any]], str],
 ) -> list[PlannedRun]:
-    """The matrix, repeat-major then preset then transport, so a sweep stopped early still
-    holds complete transport comparisons for the repeats it finished."""
-    if repeats < 1:
-        raise ValueError("--repeats must be at least 1")
-    base_seed = int(base.get("seed", 0) or 0)
-    plan = []
-    for repeat in range(repeats):
-        for burst in bursts:
-            for transport in transports:
-                spec = {**base, "transport": transport, "burst": burst, "seed": base_seed + repeat}
-                h = hash_spec(spec)
-                plan.append(
-                    PlannedRun(
-                        transport,
-                        burst,
-                        repeat,
-                        base_seed + repeat,
-                        h,
-                        run_id_for(transport, burst, repeat, h),
-                        spec,
-                    )
-                )
-    ids = [p.run_id for p in plan]
-    if len(set(ids)) != len(ids):
-        raise ValueError("two planned runs share a folder name (duplicate transport/preset?)")
-    return plan
+    """`testbed sweep`'s matrix: one variant per transport, the base spec otherwise."""
+    variants = {t: {"transport": t} for t in transports}
+    return expand_variants(base, variants, bursts, repeats, hash_spec)
 
 
 def plan_digest(plan: Sequence[PlannedRun]) -> str:

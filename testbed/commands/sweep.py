@@ -1,19 +1,21 @@
 """`testbed sweep`: every transport x burst preset x repeat, resumable, then the report.
 
 Needs root (each run builds the emulated network). The matrix, seeds and the resume rule
-live in `testbed.sweep_plan`; this command only walks the plan and reports.
+live in `testbed.sweep_plan`; `run_plan` walks any plan (a benchmark builds its own with
+`sweep_plan.expand_variants`) and `report_plan` writes the report of what finished.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from analysis.report import write_report
+from analysis.report import Report, write_report
 from testbed import sweep_plan
 from testbed.commands.report import rich_table
 from testbed.spec import PRESENTATION_FIELDS, RunSpec, SpecError, build_spec
@@ -21,8 +23,27 @@ from testbed.spec import PRESENTATION_FIELDS, RunSpec, SpecError, build_spec
 console = Console(stderr=True)
 
 
+@dataclass(frozen=True)
+class SweepResult:
+    ran: int
+    skipped: int
+    failed: tuple[str, ...]
+    interrupted: bool
+
+
 def _hash_spec(spec: dict) -> str:
     return RunSpec.model_validate(spec).spec_hash()
+
+
+def resolve_plan(plan: list[sweep_plan.PlannedRun]) -> dict[str, RunSpec]:
+    """Every planned spec validated and resolved (topology, preset) before anything runs;
+    raises SpecError naming the field."""
+    from testbed.experiment import plan as resolve
+
+    specs = {p.run_id: RunSpec.model_validate(dict(p.spec)) for p in plan}
+    for spec in specs.values():
+        resolve(spec)
+    return specs
 
 
 def _progress(status, label: str):
@@ -33,6 +54,64 @@ def _progress(status, label: str):
             status.update(f"{label}  step {ev.get('step', 0) + 1}/{ev.get('steps_total') or '?'}")
 
     return on_event
+
+
+def run_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> SweepResult:
+    """Run every planned run not already finished ok under out_dir, in plan order, with
+    progress and an ETA across runs; stops at the first interrupted run."""
+    from testbed.experiment import expected_duration_s, run_experiment
+
+    specs = resolve_plan(plan)
+    decisions = [sweep_plan.decide(out_dir / p.run_id) for p in plan]
+    todo = sum(d != sweep_plan.Decision.skip for d in decisions)
+    failed, durations = [], []
+    for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
+        run_dir = out_dir / p.run_id
+        label = f"[{i}/{len(plan)}] {p.variant} / {p.burst} / r{p.repeat}"
+        if d == sweep_plan.Decision.skip:
+            console.print(f"{label}: done before, skipped")
+            continue
+        if d == sweep_plan.Decision.retry:
+            aside = sweep_plan.aside_path(run_dir)
+            shutil.move(run_dir, aside)
+            console.print(f"{label}: previous attempt not ok, kept as {aside.name}")
+        left = todo - len(durations)
+        per_run = sum(durations) / len(durations) if durations else None
+        if per_run is None:
+            per_run = expected_duration_s(specs[p.run_id])
+        console.print(f"{label}: running, sweep ETA {per_run * left:.0f} s")
+        started = time.monotonic()
+        with console.status(label) as status:
+            outcome = run_experiment(
+                specs[p.run_id], out_dir, run_id=p.run_id, on_event=_progress(status, label)
+            )
+        durations.append(time.monotonic() - started)
+        s = outcome.summary
+        console.print(
+            f"{label}: {outcome.status} in {durations[-1]:.0f} s"
+            + (f" ({outcome.reason})" if outcome.reason else "")
+            + f"  p50 {s.get('p50_ms')} ms, p99 in bursts {s.get('p99_in_burst_ms')} ms"
+        )
+        if outcome.status == "interrupted":
+            console.print("[yellow]interrupted: stopping (re-run the same command to resume)[/]")
+            return SweepResult(len(durations), len(plan) - todo, tuple(failed), True)
+        if outcome.status != "ok":
+            failed.append(p.run_id)
+    return SweepResult(len(durations), len(plan) - todo, tuple(failed), False)
+
+
+def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | None:
+    """Report every planned run that has a run.json (failed ones are flagged in it)."""
+    dirs = [out_dir / p.run_id for p in plan if (out_dir / p.run_id / "run.json").exists()]
+    if not dirs:
+        console.print("[red]no runs to report[/red]")
+        return None
+    rep = write_report(dirs, out_dir / "report")
+    for w in rep.warnings:
+        console.print(f"[bold red]WARNING[/bold red] {w}")
+    Console().print(rich_table(rep.headline_title, rep.headline))
+    console.print(f"report: {rep.path}")
+    return rep
 
 
 def sweep(
@@ -52,9 +131,6 @@ def sweep(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and what would run."),
 ) -> None:
     """Run the matrix with the same seeds for every transport; skip runs already done."""
-    from testbed.experiment import expected_duration_s, run_experiment
-    from testbed.experiment import plan as resolve
-
     try:
         base = build_spec(config).model_dump(mode="json", exclude=set(PRESENTATION_FIELDS))
         plan = sweep_plan.expand(
@@ -64,9 +140,7 @@ def sweep(
             repeats,
             _hash_spec,
         )
-        specs = {p.run_id: RunSpec.model_validate(dict(p.spec)) for p in plan}
-        for spec in specs.values():
-            resolve(spec)  # every preset and topology resolves before the first run starts
+        resolve_plan(plan)
     except SpecError as e:
         console.print(f"[red]bad spec: {e}[/red]")
         raise typer.Exit(2) from e
@@ -84,58 +158,10 @@ def sweep(
         for p, d in zip(plan, decisions, strict=True):
             console.print(f"  {d.value:5s}  {p.run_id}  seed={p.seed}")
         return
-
-    failed, durations, done = [], [], 0
-    for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
-        run_dir = out_dir / p.run_id
-        label = f"[{i}/{len(plan)}] {p.transport} / {p.burst} / r{p.repeat}"
-        if d == sweep_plan.Decision.skip:
-            console.print(f"{label}: done before, skipped")
-            continue
-        if d == sweep_plan.Decision.retry:
-            aside = sweep_plan.aside_path(run_dir)
-            shutil.move(run_dir, aside)
-            console.print(f"{label}: previous attempt not ok, kept as {aside.name}")
-        left = todo - done
-        per_run = sum(durations) / len(durations) if durations else None
-        if per_run is None:
-            per_run = expected_duration_s(specs[p.run_id])
-        console.print(f"{label}: running, ETA of the sweep {per_run * left:.0f} s")
-        started = time.monotonic()
-        with console.status(label) as status:
-            outcome = run_experiment(
-                specs[p.run_id],
-                out_dir,
-                run_id=p.run_id,
-                on_event=_progress(status, label),
-            )
-        durations.append(time.monotonic() - started)
-        done += 1
-        s = outcome.summary
-        console.print(
-            f"{label}: {outcome.status} in {durations[-1]:.0f} s"
-            + (f" ({outcome.reason})" if outcome.reason else "")
-            + f"  p50 {s.get('p50_ms')} ms, p99 in bursts {s.get('p99_in_burst_ms')} ms"
-        )
-        if outcome.status == "interrupted":
-            console.print("[yellow]interrupted: stopping the sweep (re-run to resume)[/yellow]")
-            _report(out_dir, plan)
-            raise typer.Exit(130)
-        if outcome.status != "ok":
-            failed.append(p.run_id)
-    _report(out_dir, plan)
-    if failed:
-        console.print(f"[red]{len(failed)} run(s) not ok: {', '.join(failed)}[/red]")
+    result = run_plan(plan, out_dir)
+    report_plan(plan, out_dir)
+    if result.interrupted:
+        raise typer.Exit(130)
+    if result.failed:
+        console.print(f"[red]{len(result.failed)} run(s) not ok: {', '.join(result.failed)}[/red]")
         raise typer.Exit(1)
-
-
-def _report(out_dir: Path, plan: list[sweep_plan.PlannedRun]) -> None:
-    dirs = [out_dir / p.run_id for p in plan if (out_dir / p.run_id / "run.json").exists()]
-    if not dirs:
-        console.print("[red]no finished runs to report[/red]")
-        return
-    rep = write_report(dirs, out_dir / "report")
-    for w in rep.warnings:
-        console.print(f"[bold red]WARNING[/bold red] {w}")
-    Console().print(rich_table(rep.headline_title, rep.headline))
-    console.print(f"report: {rep.path}")

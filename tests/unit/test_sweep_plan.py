@@ -143,3 +143,16 @@ def test_sweep_rejects_unknown_preset_before_running(tmp_path, monkeypatch):
     )
     assert res.exit_code == 2 and "burst" in res.output
     assert fake.calls == []
+
+
+def test_bench_variants_share_seeds_and_get_their_own_folders():
+    variants = {
+        "tcp": {"transport": "tcp"},
+        "tcp-rto5ms": {"transport": "tcp", "tcp_rto_min_ms": 5.0},
+        "optireduce-fixed": {"transport": "optireduce", "optireduce_mode": "fixed"},
+    }
+    plan = sweep_plan.expand_variants({"seed": 3}, variants, ("heavy",), 2, _fake_hash)
+    assert [p.variant for p in plan[:3]] == list(variants)
+    assert [p.transport for p in plan[:3]] == ["tcp", "tcp", "optireduce"]
+    assert {p.seed for p in plan if p.repeat == 1} == {4}
+    assert plan[1].spec["tcp_rto_min_ms"] == 5.0 and plan[1].run_id.startswith("tcp-rto5ms-")
