@@ -83,6 +83,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     t.add_argument("--resync-every", type=int, help="broadcast rank 0's parameters every M steps")
     x = p.add_argument_group("transport")
     x.add_argument("--rate-mbps", type=float, default=100.0, help="UDP pacing rate per rank")
+    x.add_argument("--base-port", type=int, default=47000, help="UDP ports base + rank*k + i")
     x.add_argument("--t-max-ms", type=float, help="hard cap per round (default: 4x calibrated p50)")
     x.add_argument("--optireduce-mode", choices=("adaptive", "fixed"), default="adaptive")
     x.add_argument("--rescale", action="store_true", help="optireduce: unbiased mean of arrivals")
@@ -161,6 +162,7 @@ def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
 
     fields = {
         "rate_mbps": args.rate_mbps,
+        "base_port": args.base_port,
         "t_max_ms": args.t_max_ms,
         "epsilon": epsilon,
         "optireduce_mode": args.optireduce_mode,

@@ -364,7 +364,7 @@ class UdpState:
             "reliable_iters": self.reliable_iters,
             "config": dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else repr(cfg),
         }
-        for attr in ("t_max_ms", "p50_ms", "socket_buffers", "effective_buffers"):
+        for attr in ("t_max_ms", "p50_ms", "rcvbuf_bytes", "sndbuf_bytes"):
             value = getattr(self.tar, attr, None)
             if value is not None and not callable(value):
                 meta[attr] = value
