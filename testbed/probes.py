@@ -1,0 +1,244 @@
+"""Network-only probe workloads (iperf3, ping) under a running burst schedule, binned in time.
+
+Both write `probes` rows (analysis/schema.py) on CLOCK_MONOTONIC, beside the `bursts` log.
+- iperf3: the *receiver's* per-interval report (throughput, and for UDP lost/total datagrams),
+  each line time-stamped on arrival; the interval clock is anchored to CLOCK_MONOTONIC by the
+  earliest (arrival - interval end), since a line can only arrive late. The client binds its
+  data stream to port 5202, so only the control connection (TCP 5201) escapes loss rules.
+- ping: `ping -D` realtime stamps mapped to CLOCK_MONOTONIC; send times follow icmp_seq.
+Servers are started with Popen and killed by PID (`iperf3 -s -D` daemons outlive Mininet).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import subprocess
+import threading
+import time
+from typing import Any
+
+__all__ = ["bin_iperf3", "bin_ping", "parse_iperf3_line", "parse_ping_line", "run_probe"]
+
+CONTROL_PORT = 5201
+DATA_PORT = 5202
+_UNITS = {"": 1e-6, "K": 1e-3, "M": 1.0, "G": 1e3}
+_IPERF = re.compile(
+    r"\[\s*\d+\]\s+([\d.]+)-([\d.]+)\s+sec\s+[\d.]+\s+\w?Bytes\s+([\d.]+)\s+([KMG]?)bits/sec"
+    r"(?:\s+[\d.]+\s+ms\s+(\d+)/(\d+))?"
+)
+_PING = re.compile(r"\[([\d.]+)\].*icmp_seq=(\d+).*time=([\d.]+) ms")
+
+
+def parse_iperf3_line(line: str) -> tuple[float, float, float, int, int] | None:
+    """(start, end, Mbit/s, lost, total) of one interval line; lost/total 0 for TCP."""
+    m = _IPERF.search(line)
+    if not m:
+        return None
+    start, end, rate, unit, lost, total = m.groups()
+    mbps = float(rate) * _UNITS[unit]
+    return float(start), float(end), mbps, int(lost or 0), int(total or 0)
+
+
+def bin_iperf3(lines: list[tuple[float, str]], run_id: str) -> list[dict[str, Any]]:
+    """Rows from (arrival CLOCK_MONOTONIC, text) receiver lines; the summary is left out."""
+    intervals = []
+    for t, text in lines:
+        if text.startswith("- - -"):
+            break  # the end-of-test summary follows
+        parsed = parse_iperf3_line(text)
+        if parsed:
+            intervals.append((t, *parsed))
+    if not intervals:
+        return []
+    anchor = min(t - end for t, _, end, *_ in intervals)
+    rows = []
+    for _, start, end, mbps, lost, total in intervals:
+        rows.append(
+            {
+                "run_id": run_id,
+                "probe": "iperf3",
+                "t_start_s": anchor + start,
+                "t_end_s": anchor + end,
+                "mbps": mbps,
+                "sent": total,
+                "lost": lost,
+                "loss": lost / total if total else 0.0,
+                "rtt_ms": math.nan,
+            }
+        )
+    return rows
+
+
+def parse_ping_line(line: str) -> tuple[float, int, float] | None:
+    """(realtime stamp, icmp_seq, rtt ms) of one `ping -D` reply line."""
+    m = _PING.search(line)
+    return (float(m.group(1)), int(m.group(2)), float(m.group(3))) if m else None
+
+
+def bin_ping(
+    replies: list[tuple[float, int, float]],
+    count: int,
+    interval_s: float,
+    realtime_offset_s: float,
+    bin_s: float,
+    run_id: str,
+) -> list[dict[str, Any]]:
+    """Rows from ping replies; realtime_offset_s = time.time() - time.monotonic()."""
+    if not replies:
+        return []
+    # send time of seq n = a + n * interval; a from the replies (receive stamp minus rtt)
+    a = statistics.median(t - rtt / 1000 - seq * interval_s for t, seq, rtt in replies)
+    a -= realtime_offset_s
+    t_first = a + 1 * interval_s
+    n_bins = max(1, math.ceil(count * interval_s / bin_s))
+    sent = [0] * n_bins
+    got: list[list[float]] = [[] for _ in range(n_bins)]
+    rtt_by_seq = {seq: rtt for _, seq, rtt in replies}
+    for seq in range(1, count + 1):
+        b = min(n_bins - 1, int((a + seq * interval_s - t_first) / bin_s))
+        sent[b] += 1
+        if seq in rtt_by_seq:
+            got[b].append(rtt_by_seq[seq])
+    return [
+        {
+            "run_id": run_id,
+            "probe": "ping",
+            "t_start_s": t_first + b * bin_s,
+            "t_end_s": t_first + (b + 1) * bin_s,
+            "mbps": 0.0,
+            "sent": sent[b],
+            "lost": sent[b] - len(got[b]),
+            "loss": (sent[b] - len(got[b])) / sent[b] if sent[b] else 0.0,
+            "rtt_ms": statistics.median(got[b]) if got[b] else math.nan,
+        }
+        for b in range(n_bins)
+        if sent[b]
+    ]
+
+
+class _Lines:
+    """Reads a process's stdout in a thread, stamping each line with CLOCK_MONOTONIC."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            with self._cond:
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
+                self._cond.notify_all()
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not any(text in s for _, s in self.lines):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+def _popen(net, host: str, argv: list[str], what: str) -> subprocess.Popen:
+    proc = net.node(host).popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
+    net.register_process(proc, what)
+    return proc
+
+
+def _end(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for a process we started, then terminate and kill it by PID if it is still there."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(3)
+
+
+def run_probe(
+    net,
+    scheduler,
+    kind: str,
+    src: str,
+    dst: str,
+    duration_s: float,
+    bin_s: float = 0.1,
+    *,
+    run_id: str,
+    protocol: str = "udp",
+    mbps: float = 50.0,
+    ping_interval_s: float = 0.01,
+) -> list[dict[str, Any]]:
+    """Probe src -> dst for duration_s with the scheduler started at the probe's start.
+
+    kind "iperf3" (protocol udp at `mbps`, or tcp) or "ping" (every ping_interval_s); returns
+    `probes` rows, one per bin_s bin (iperf3's interval, >= 0.1 s).
+    """
+    if kind not in ("iperf3", "ping"):
+        raise ValueError(f"probe kind {kind!r}: use iperf3 or ping")
+    ip = net.topo.host_ip(dst)
+    if kind == "ping":
+        return _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, ping_interval_s)
+    interval = f"{max(bin_s, 0.1):g}"
+    server = _popen(
+        net,
+        dst,
+        ["iperf3", "-s", "-1", "-p", str(CONTROL_PORT), "-i", interval, "--forceflush"],
+        f"iperf3 server in {dst}",
+    )
+    try:
+        lines = _Lines(server)
+        if not lines.wait_for("Server listening", 5.0):
+            raise RuntimeError(f"iperf3 server in {dst} did not start: {lines.lines[-3:]}")
+        argv = ["iperf3", "-c", ip, "-p", str(CONTROL_PORT), "--cport", str(DATA_PORT),
+                "-t", f"{duration_s:g}", "-i", interval]  # fmt: skip
+        if protocol == "udp":
+            argv += ["-u", "-b", f"{mbps:g}M", "-l", "1400"]
+        client = _popen(net, src, argv, f"iperf3 client in {src}")
+        said = _Lines(client)
+        scheduler.start(time.monotonic())
+        _end(client, duration_s + 20)
+        _end(server, 10)
+        lines.join(5)
+        said.join(5)
+        if client.returncode != 0:
+            tail = "\n".join(s for _, s in said.lines[-5:])
+            raise RuntimeError(f"iperf3 client {src} -> {dst} failed ({client.returncode}): {tail}")
+        return bin_iperf3(lines.lines, run_id)
+    finally:
+        _end(server, 0)
+
+
+def _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, interval_s) -> list[dict]:
+    count = max(1, int(duration_s / interval_s))
+    argv = ["ping", "-D", "-n", "-i", f"{interval_s:g}", "-W", "1", "-c", str(count), ip]
+    offset = time.time() - time.monotonic()
+    proc = _popen(net, src, argv, f"ping in {src}")
+    try:
+        lines = _Lines(proc)
+        scheduler.start(time.monotonic())
+        _end(proc, duration_s + 15)
+        lines.join(5)
+        offset = (offset + time.time() - time.monotonic()) / 2
+        replies = [r for _, s in lines.lines if (r := parse_ping_line(s))]
+        return bin_ping(replies, count, interval_s, offset, bin_s, run_id)
+    finally:
+        _end(proc, 0)
