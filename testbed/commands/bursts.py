@@ -1,12 +1,77 @@
-"""`testbed bursts ...` (placeholder until its issue lands)."""
+"""`testbed bursts list|show`: the burst presets as data (no root, no network needed).
+
+`show` lays the preset onto the default fat-tree (k=4) with the default 4 workers placed
+round-robin across pods (h1, h5, h9, h13), exactly as a default run would.
+"""
+
+from __future__ import annotations
+
+import json
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(help="not built yet", no_args_is_help=True)
+from testbed import presets, schedule
+from topologies import fattree
+
+app = typer.Typer(
+    help="Burst presets: list them, show one's seeded schedule.", no_args_is_help=True
+)
+
+DEFAULT_K = 4
+
+
+@app.command("list")
+def list_presets() -> None:
+    """The built-in presets with their content hash and streams."""
+    table = Table("preset", "hash", "streams", "description")
+    for name in presets.builtin_names():
+        p = presets.load(name)
+        streams = "; ".join(
+            f"{s.kind} {s.magnitude:g} for {s.duration_s * 1000:g} ms every "
+            f"{s.arrival.min_gap_s:g}+Exp({s.arrival.mean_extra_gap_s:g}) s"
+            + (" (sham)" if s.sham else "")
+            for s in p.streams
+        )
+        table.add_row(name, p.hash, streams or "-", p.description)
+    Console().print(table)
 
 
 @app.command("show")
-def show() -> None:
-    """Not built yet."""
-    typer.echo("testbed bursts: not built yet", err=True)
-    raise typer.Exit(3)
+def show(
+    preset: str = typer.Argument(..., help="A built-in preset name or a TOML file."),
+    seed: int = typer.Option(0, help="Schedule seed (same seed, same events)."),
+    duration: float = typer.Option(10.0, help="Seconds of schedule to generate."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """The seeded events PRESET produces on the default fat-tree with the default workers."""
+    try:
+        p = presets.load(preset)
+        topo = fattree(DEFAULT_K)
+        workers = schedule.place_workers(topo, schedule.DEFAULT_WORKERS)
+        events = schedule.generate(p, topo, workers, duration, seed)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    if as_json:
+        body = {"preset": p.name, "hash": p.hash, "events": [e.to_dict() for e in events]}
+        typer.echo(json.dumps(body))
+        return
+    table = Table("id", "start s", "end s", "kind", "magnitude", "direction", "params")
+    for e in events:
+        params = {k: v for k, v in e.params.items() if k != "steps"}
+        if "steps" in e.params:
+            params["flips"] = len(e.params["steps"])
+        table.add_row(
+            str(e.event_id),
+            f"{e.planned_start_s:.3f}",
+            f"{e.planned_end_s:.3f}",
+            e.kind,
+            f"{e.magnitude:g}",
+            e.direction,
+            json.dumps(params),
+        )
+    console = Console()
+    console.print(f"preset {p.name} (hash {p.hash}), seed {seed}, workers {', '.join(workers)}")
+    console.print(table)
