@@ -15,7 +15,7 @@ from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
 from testbed.impairments.tc_stats import leaf_drops
 from testbed.schedule import Event
 
-__all__ = ["NetemLeaf", "netem_commands"]
+__all__ = ["NetemLeaf", "check_netem", "netem_commands"]
 
 
 def netem_commands(egress: Egress, loss: float, delay_ms: float) -> list[list[str]]:
@@ -23,25 +23,35 @@ def netem_commands(egress: Egress, loss: float, delay_ms: float) -> list[list[st
     return [shaping.leaf_command(egress.intf, egress.queue, loss=loss, delay_ms=delay_ms)]
 
 
+def check_netem(caps, events: Sequence[Event]) -> None:
+    """Raise naming sch_netem when the kernel lacks it, or nth loss (netem has no such mode)."""
+    if not caps.netem:
+        kinds = sorted({e.kind for e in events if e.kind in ("loss", "delay")})
+        raise ValueError(
+            f"{'/'.join(kinds) or 'netem'} events need sch_netem (the kernel's netem qdisc), "
+            f"which kernel {caps.kernel} lacks; use --impair iptables or nft for loss "
+            "(delay has no fallback)"
+        )
+    nth = [e.event_id for e in events if e.params.get("mode") == "nth"]
+    if nth:
+        raise ValueError(
+            f"event {nth[0]}: netem has no every-n-th loss; use --impair iptables or nft"
+        )
+
+
 class NetemLeaf(Impairment):
     """Serves two kinds on one leaf: ``loss`` (probability) and ``delay`` (ms)."""
 
-    def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
-        from testbed import capabilities
+    def __init__(self, shells, caps=None) -> None:
+        super().__init__(shells)
+        self._caps = caps  # capabilities.Capabilities; probed on prepare when not given
 
-        caps = capabilities.probe()
-        if not caps.netem:
-            kinds = sorted({e.kind for e in events if e.kind in ("loss", "delay")})
-            raise ValueError(
-                f"{'/'.join(kinds) or 'netem'} events need sch_netem (the kernel's netem qdisc), "
-                f"which kernel {caps.kernel} lacks; use --impair iptables or nft for loss "
-                "(delay has no fallback)"
-            )
-        nth = [e.event_id for e in events if e.params.get("mode") == "nth"]
-        if nth:
-            raise ValueError(
-                f"event {nth[0]}: netem has no every-n-th loss; use --impair iptables or nft"
-            )
+    def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
+        if self._caps is None:
+            from testbed import capabilities
+
+            self._caps = capabilities.probe()
+        check_netem(self._caps, events)
         self._state: dict[str, tuple[float, float]] = {}
         self._egresses = {e.direction: e for e in egresses}
         self._counted: dict[str, int] = {}
