@@ -13,8 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from pydantic import ValidationError
 
-from analysis.schema import TABLE_FILES, RunInfo, empty, read_run_info, read_table
+from analysis.schema import (
+    TABLE_FILES,
+    RunInfo,
+    SchemaError,
+    empty,
+    read_run_info,
+    read_table,
+)
 
 #: Columns joined from run.json onto every table row.
 RUN_COLUMNS = (
@@ -48,6 +56,19 @@ def label_of(info: RunInfo) -> str:
     if t == "dblp" and spec.get("phase", "on") == "off":
         return "dblp-phase-off"
     return t
+
+
+def _read_info(run_dir: Path) -> RunInfo:
+    """run.json, or a SchemaError that names the folder and the first bad field."""
+    try:
+        return read_run_info(run_dir)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "run.json"
+        raise SchemaError(
+            f"{run_dir}/run.json does not match RunInfo ({e.error_count()} errors; "
+            f"first: {where}: {first['msg']})"
+        ) from e
 
 
 def _repeat_of(info: RunInfo) -> int | None:
@@ -116,7 +137,7 @@ def load_runs(run_dirs: Iterable[Path]) -> Runs:
     infos, tables = [], {name: [] for name in TABLE_FILES}
     for d in run_dirs:
         d = Path(d)
-        info = read_run_info(d)
+        info = _read_info(d)
         infos.append(_info_row(d, info))
         for name in TABLE_FILES:
             t = read_table(d, name)

@@ -46,3 +46,15 @@ def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
 def test_not_a_run_folder_is_an_error(tmp_path):
     res = runner.invoke(app, ["report", str(tmp_path)])
     assert res.exit_code == 2 and "no run.json" in res.output
+
+
+def test_run_json_off_schema_names_the_field(tmp_path):
+    import json
+
+    d = write_run(tmp_path, "odd", transport="dblp")
+    info = json.loads((d / "run.json").read_text())
+    info["sysctls"] = {"h1": {"net.ipv4.tcp_rto_min_us": "5000"}}
+    (d / "run.json").write_text(json.dumps(info))
+    res = runner.invoke(app, ["report", str(d)])
+    assert res.exit_code == 2
+    assert "run.json does not match RunInfo" in res.output and "sysctls" in res.output
