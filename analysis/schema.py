@@ -244,7 +244,7 @@ class RunInfo(BaseModel):
     impairment_backend: str = ""
     impairment_reason: str = ""
     nproc: int = 0
-    sysctls: dict[str, str] = Field(default_factory=dict)
+    sysctls: dict[str, dict[str, str]] = Field(default_factory=dict)  # node -> sysctl -> value
     socket_buffers: dict[str, int] = Field(default_factory=dict)
     transport_params: dict[str, Any] = Field(default_factory=dict)
     worker_hosts: dict[str, str] = Field(default_factory=dict)  # rank -> host name

@@ -320,10 +320,14 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
         group.stop()
         info.socket_buffers = {}
         for rank, meta in results.rank_meta(run_dir).items():
-            for key, value in (meta.get("socket_buffers") or {}).items():
-                info.socket_buffers[f"rank{rank}.{key}"] = int(value)
+            for key, value in (meta.get("transport_params") or {}).items():
+                if key in ("rcvbuf_bytes", "sndbuf_bytes") and value is not None:
+                    info.socket_buffers[f"rank{rank}.{key}"] = int(value)
             if rank == 0:
-                info.transport_params = meta.get("transport") or {}
+                info.transport_params = {
+                    **(meta.get("transport_params") or {}),
+                    "phase": meta.get("phase_config") or {},
+                }
 
 
 def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:
