@@ -57,10 +57,10 @@ class RunSpec(BaseModel):
     transport: Transport = "dblp"
     model: Literal["cnn", "resnet"] = "cnn"
     workers: int = Field(4, ge=1)
-    epochs: int = Field(2, ge=1)
+    epochs: int = Field(5, ge=1)
     steps: int | None = Field(None, ge=1, description="cap on training steps (all epochs)")
-    batch_size: int = Field(64, ge=1)
-    lr: float = Field(0.05, gt=0)
+    batch_size: int = Field(16, ge=1, description="per rank")
+    lr: float = Field(0.1, gt=0)
     bucket_cap_mb: float = Field(25.0, gt=0)
     pace_mbps: float | None = Field(None, gt=0, description="UDP pacing per rank; None: 0.95 x bw")
     phase: Literal["on", "off"] = "on"
