@@ -274,7 +274,13 @@ def training_table(metrics: pd.DataFrame, target_acc: float | None) -> pd.DataFr
     )
     if t.empty:
         return t
-    reached = metrics.groupby(GROUP)["tta_s"].apply(lambda s: f"{int(s.notna().sum())}/{len(s)}")
+
+    def reached_of(g: pd.DataFrame) -> str:
+        if target_acc is None or g["final_acc"].isna().all():
+            return "–"  # no evaluations (e.g. the allreduce workload): nothing to reach
+        return f"{int(g['tta_s'].notna().sum())}/{len(g)}"
+
+    reached = metrics.groupby(GROUP)[["tta_s", "final_acc"]].apply(reached_of)
     comm = metrics.groupby(GROUP)["comm_fraction"].mean()
     t = t.merge(reached.rename("tta_reached").reset_index(), on=GROUP)
     t = t.merge(comm.rename("comm_fraction").reset_index(), on=GROUP)

@@ -24,6 +24,18 @@ def default_out(run_dirs: list[Path]) -> Path:
     return Path("results") / f"report-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
+#: Width for a table printed into a pipe or log, where rich would otherwise wrap at 80.
+LOG_WIDTH = 200
+
+
+def print_table(title: str, df: pd.DataFrame) -> None:
+    """Print a table on stdout, unwrapped when stdout is a log rather than a terminal."""
+    out = Console()
+    if not out.is_terminal:
+        out = Console(width=LOG_WIDTH)
+    out.print(rich_table(title, df))
+
+
 def rich_table(title: str, df: pd.DataFrame) -> Table:
     t = Table(title=title, show_lines=False)
     for c in df.columns:
@@ -60,5 +72,5 @@ def report(
         raise typer.Exit(2) from e
     for w in rep.warnings:
         console.print(f"[bold red]WARNING[/bold red] {w}")
-    console.print(rich_table(rep.headline_title, rep.headline))
+    print_table(rep.headline_title, rep.headline)
     console.print(f"report: {rep.path}  ({len(rep.tables)} tables, {len(rep.figures)} figures)")

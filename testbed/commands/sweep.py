@@ -17,7 +17,7 @@ from rich.console import Console
 
 from analysis.report import Report, write_report
 from testbed import sweep_plan
-from testbed.commands.report import rich_table
+from testbed.commands.report import print_table
 from testbed.spec import PRESENTATION_FIELDS, RunSpec, SpecError, build_spec
 
 console = Console(stderr=True)
@@ -109,7 +109,7 @@ def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | No
     rep = write_report(dirs, out_dir / "report")
     for w in rep.warnings:
         console.print(f"[bold red]WARNING[/bold red] {w}")
-    Console().print(rich_table(rep.headline_title, rep.headline))
+    print_table(rep.headline_title, rep.headline)
     console.print(f"report: {rep.path}")
     return rep
 
