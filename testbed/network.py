@@ -159,7 +159,9 @@ def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None)
     for node in topo.nodes:
         h = net.node(node.name)
         for port, peer in enumerate(topo.neighbors(node.name)):
-            Intf(topo.intf(node.name, peer), node=h, port=port, moveIntfFn=_already_there)
+            intf = _KnownIntf(topo.intf(node.name, peer), node=h, port=port,
+                              moveIntfFn=_already_there)  # fmt: skip
+            intf.ip, intf.prefixLen = topo.addr(node.name, peer)
 
     have_seed = HASH_SEED_SYSCTL.exists()
     have_rto = RTO_MIN_SYSCTL.exists()
@@ -182,6 +184,14 @@ def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None)
                 signals.checkpoint()
                 for f in done:
                     f.result()
+
+
+class _KnownIntf(Intf):
+    """An interface whose address comes from the topology, so Mininet (its CLI's `h1 ping h16`
+    name substitution, `node.IP()`) never shells out to ifconfig to learn it."""
+
+    def updateIP(self) -> str | None:  # noqa: N802 (Mininet's name)
+        return self.ip
 
 
 def _already_there(_intf: str, _node: Host) -> None:

@@ -4,14 +4,18 @@ Append-only line files, written as things are created, so `testbed clean` can fi
 leftovers of a run that died hard (SIGKILL, power loss of the Python process):
 
     owner   "<pid> <starttime>"              the Python process that owns the network
-    nodes   "<name> <pid> <starttime> <netns inode>"   one line per Mininet node shell
+    nodes   "<name> <pid> <starttime> <netns inode> <netns cookie>"   one line per node shell
     procs   "<pid> <starttime> <what>"       processes registered with the network
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import socket
+import struct
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +41,47 @@ def netns_inode(pid: int) -> int | None:
     return int(link[link.index("[") + 1 : -1])
 
 
+_CLONE_NEWNET = 0x40000000
+_SO_NETNS_COOKIE = 71  # Linux >= 5.14
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def netns_cookie(pid: int) -> int | None:
+    """The kernel's never-reused 64-bit id of `pid`'s network namespace (None if unknown).
+
+    Inode numbers of dead namespaces are reused; the cookie is not, so it proves that a
+    namespace found later is the one we created. Read from a socket opened inside the
+    namespace by a short-lived thread (setns affects only the calling thread).
+    """
+    out: list[int] = []
+
+    def work() -> None:
+        try:
+            own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+            target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            if _libc.setns(target, _CLONE_NEWNET) != 0:
+                return
+            try:
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    raw = s.getsockopt(socket.SOL_SOCKET, _SO_NETNS_COOKIE, 8)
+                out.append(struct.unpack("=Q", raw)[0])
+            except OSError:
+                pass
+            finally:
+                _libc.setns(own, _CLONE_NEWNET)
+        finally:
+            os.close(own)
+            os.close(target)
+
+    t = threading.Thread(target=work, name=f"netns-cookie-{pid}")
+    t.start()
+    t.join(timeout=5.0)
+    return out[0] if out else None
+
+
 def alive(pid: int, started: int) -> bool:
     """True if `pid` is still the process that started at `started` (not a reused pid)."""
     return start_time(pid) == started
@@ -48,6 +93,7 @@ class NodeRecord:
     pid: int
     started: int
     netns: int
+    cookie: int | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +121,9 @@ class StateDir:
             f.write(line + "\n")
 
     def add_node(self, name: str, pid: int) -> None:
-        self._append("nodes", f"{name} {pid} {start_time(pid)} {netns_inode(pid)}")
+        self._append(
+            "nodes", f"{name} {pid} {start_time(pid)} {netns_inode(pid)} {netns_cookie(pid)}"
+        )
 
     def add_proc(self, pid: int, what: str) -> None:
         self._append("procs", f"{pid} {start_time(pid)} {' '.join(what.split())}")
@@ -90,9 +138,10 @@ class StateDir:
     def nodes(self) -> list[NodeRecord]:
         out = []
         for line in _lines(self.path / "nodes"):
-            name, pid, started, ns = line.split()
+            name, pid, started, ns, cookie = line.split()
             if started != "None" and ns != "None":
-                out.append(NodeRecord(name, int(pid), int(started), int(ns)))
+                ck = None if cookie == "None" else int(cookie)
+                out.append(NodeRecord(name, int(pid), int(started), int(ns), ck))
         return out
 
     def procs(self) -> list[ProcRecord]:

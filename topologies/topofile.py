@@ -62,7 +62,6 @@ def parse_topology(data: dict[str, Any], default_name: str = "custom") -> Topolo
     if not isinstance(defaults, dict) or set(defaults) - {"mbps", "queue", "delay_ms"}:
         raise TopologyFileError("[defaults] may hold only mbps, queue, delay_ms")
     raw_nodes = _table_list(data, "nodes")
-    raw_links = _table_list(data, "links")
     nodes: list[Node] = []
     ips: dict[str, str] = {}
     for i, rn in enumerate(raw_nodes):
@@ -73,7 +72,7 @@ def parse_topology(data: dict[str, Any], default_name: str = "custom") -> Topolo
             if nodes[-1].kind != "host":
                 raise TopologyFileError(f"nodes[{i}] ({rn['name']!r}): only hosts take an ip")
             ips[rn["name"]] = _typed(f"nodes[{i}] ({rn['name']!r}).ip", rn["ip"], str)
-    links = [_link(i, rl, defaults) for i, rl in enumerate(raw_links)]
+    links = [_link(i, rl, defaults) for i, rl in enumerate(_table_list(data, "links"))]
     names = {n.name for n in nodes}
     for i, lk in enumerate(links):
         for end in (lk.a, lk.b):

@@ -1,12 +1,189 @@
-"""`testbed topo ...` (placeholder until its issue lands)."""
+"""`testbed topo show|check|up`: describe, verify and bring up a topology."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from enum import StrEnum
+from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(help="not built yet", no_args_is_help=True)
+from topologies import Topology, TopologyError, build, load_topology_file
+
+app = typer.Typer(help="Describe (show), verify (check) and bring up (up) a topology.",
+                  no_args_is_help=True)  # fmt: skip
+
+
+class TopoName(StrEnum):
+    fattree = "fattree"
+    leafspine = "leafspine"
+    dumbbell = "dumbbell"
+    star = "star"
+
+
+TOPO = typer.Option(TopoName.fattree, "--topo", help="topology family")
+K = typer.Option(4, "--k", help="fattree: port count k (even, >= 2)")
+HPE = typer.Option(None, "--hosts-per-edge", help="fattree: hosts per edge (> k/2 oversubscribes)")
+LEAVES = typer.Option(4, "--leaves", help="leafspine: leaf routers")
+SPINES = typer.Option(2, "--spines", help="leafspine: spine routers")
+HOSTS = typer.Option(2, "--hosts", help="leafspine: hosts per leaf")
+N = typer.Option(4, "--n", help="star: hosts; dumbbell: hosts per side")
+BW = typer.Option(100.0, "--bw", help="link rate, Mbit/s")
+QUEUE = typer.Option(50, "--queue", help="queue limit per link direction, packets")
+FILE = typer.Option(None, "--topo-file", help="custom topology (TOML); overrides --topo")
+SEED = typer.Option(0, "--seed", help="run seed (sets fib_multipath_hash_seed)")
+JSON = typer.Option(False, "--json", help="machine-readable output")
+SUMMARY_KEYS = ("reachable_pairs", "total_pairs", "iperf3_mbps", "configured_mbps",
+                "parallel_mbps", "uplinks", "uplinks_used", "bringup_s", "teardown_s")  # fmt: skip
+
+
+def make_topology(
+    topo: TopoName, k: int, hosts_per_edge: int | None, leaves: int, spines: int, hosts: int,
+    n: int, bw: float, queue: int, topo_file: Path | None,
+) -> Topology:  # fmt: skip
+    """The topology the options describe; a bad option is a usage error (exit 2)."""
+    try:
+        if topo_file is not None:
+            return load_topology_file(topo_file)
+        params: dict[str, object] = {"mbps": bw, "queue": queue}
+        if topo is TopoName.fattree:
+            params |= {"k": k, "hosts_per_edge": hosts_per_edge}
+        elif topo is TopoName.leafspine:
+            params |= {"leaves": leaves, "spines": spines, "hosts_per_leaf": hosts}
+        else:
+            params |= {"n": n}
+        return build(topo.value, **params)
+    except TopologyError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command("show")
-def show() -> None:
-    """Not built yet."""
-    typer.echo("testbed topo: not built yet", err=True)
-    raise typer.Exit(3)
+def show(
+    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
+    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
+    topo_file: Path | None = FILE, json_out: bool = JSON,
+    png: Path | None = typer.Option(None, "--png", help="draw the topology (tiers as rows)"),
+) -> None:  # fmt: skip
+    """Counts, addresses and links of a topology (no root needed)."""
+    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    if png is not None:
+        from testbed.topodraw import draw
+
+        draw(t, png)
+    if json_out:
+        typer.echo(json.dumps(t.summary(), indent=2))
+        return
+    con = Console()
+    tiers: dict[str, int] = {}
+    for node in t.nodes:
+        tiers[node.tier] = tiers.get(node.tier, 0) + 1
+    per_tier = ", ".join(f"{v} {k}" for k, v in tiers.items())
+    con.print(f"[bold]{t.name}[/]: {len(t.hosts)} hosts, {len(t.routers)} routers, "
+              f"{len(t.links)} links ({per_tier})")  # fmt: skip
+    hosts_t = Table("host", "address", "gateway", "router", title="hosts")
+    for h in t.hosts:
+        hosts_t.add_row(h.name, t.host_ip(h.name), t.gateway(h.name), t.access_router(h.name))
+    con.print(hosts_t)
+    links_t = Table("link (a = nearer hosts)", "Mbit/s", "queue", "delay ms", title="links")
+    for lk in t.links:
+        links_t.add_row(lk.name, f"{lk.mbps:g}", str(lk.queue), f"{lk.delay_ms:g}")
+    con.print(links_t)
+    if png is not None:
+        con.print(f"drawing: {png}")
+
+
+@app.command("check")
+def check(
+    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
+    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
+    topo_file: Path | None = FILE, seed: int = SEED, json_out: bool = JSON,
+    seconds: float = typer.Option(3.0, "--seconds", help="duration of each iperf3 test"),
+    flows: int = typer.Option(8, "--flows", help="parallel flows of the ECMP test"),
+) -> None:  # fmt: skip
+    """Bring the network up, test all pairs, iperf3 throughput and ECMP spread; tear down.
+
+    Exits 1 if a pair is unreachable or iperf3 gets < 90% of the configured rate.
+    """
+    from testbed import netcheck
+    from testbed.network import live_network
+
+    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    src, dst = t.hosts[0].name, t.hosts[-1].name
+    configured = t.link(src, t.access_router(src)).mbps
+    t0 = time.monotonic()
+    with live_network(t, seed=seed) as net:
+        bringup = time.monotonic() - t0
+        reach = netcheck.reachability(net)
+        mbps = netcheck.iperf3(net, src, dst, seconds=seconds)
+        router = t.access_router(src)
+        ups = netcheck.uplinks(net, router)
+        before = netcheck.tx_bytes(net, router)
+        par = netcheck.iperf3(net, src, dst, seconds=seconds, parallel=flows, cport=42000)
+        after = netcheck.tx_bytes(net, router)
+        t1 = time.monotonic()
+    teardown = time.monotonic() - t1
+    delta = {u: after[u] - before[u] for u in ups}
+    total = sum(delta.values()) or 1
+    used = sum(1 for d in delta.values() if d > 0.05 * total)
+    result = {
+        "topology": t.name,
+        "reachable_pairs": reach.reachable,
+        "total_pairs": reach.total,
+        "unreachable": [list(p) for p in reach.unreachable],
+        "iperf3_mbps": round(mbps, 2),
+        "iperf3_pair": [src, dst],
+        "configured_mbps": configured,
+        "parallel_flows": flows,
+        "parallel_mbps": round(par, 2),
+        "uplinks": len(ups),
+        "uplinks_used": used,
+        "uplink_bytes": delta,
+        "bringup_s": round(bringup, 3),
+        "teardown_s": round(teardown, 3),
+    }
+    ok = reach.reachable == reach.total and mbps >= 0.9 * configured
+    if json_out:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        tbl = Table("measure", "value", title=f"topo check: {t.name}")
+        for key in SUMMARY_KEYS:
+            tbl.add_row(key, str(result[key]))
+        Console().print(tbl)
+        for a, b in reach.unreachable:
+            typer.echo(f"unreachable: {a} -> {b}", err=True)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command("up")
+def up(
+    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
+    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
+    topo_file: Path | None = FILE, seed: int = SEED,
+    cli: bool = typer.Option(False, "--cli", help="open Mininet's CLI (`h1 ping h16`)"),
+) -> None:  # fmt: skip
+    """Bring the network up until Ctrl-C (or, with --cli, until you leave the CLI); tear down."""
+    from testbed.network import live_network
+
+    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    t0 = time.monotonic()
+    try:
+        with live_network(t, seed=seed) as net:
+            typer.echo(f"{t.name} up in {time.monotonic() - t0:.2f} s: {len(t.hosts)} hosts, "
+                       f"{len(t.routers)} routers (state: {net.state.path})")  # fmt: skip
+            if cli:
+                from mininet.cli import CLI
+
+                CLI(net.mininet)
+            else:
+                typer.echo("Ctrl-C tears it down")
+                while True:
+                    signal.pause()
+    except KeyboardInterrupt:
+        pass
+    typer.echo("torn down")

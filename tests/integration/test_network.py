@@ -179,3 +179,35 @@ def test_sigterm_while_up_leaves_nothing(net):
     _out, err = child.communicate(timeout=60)
     assert child.returncode != 0 and "Terminated" in err, err[-2000:]
     _same_as(before, _snapshot(), inodes, started)
+
+
+CRASH = """
+import os, signal, subprocess, sys
+from topologies import fattree
+from testbed.network import live_network
+with live_network(fattree(2), tag=sys.argv[1]) as net:
+    p = net.node("h1").popen(["sleep", "300"], stdout=subprocess.DEVNULL)
+    net.register_process(p, "sleep on h1")
+    net.exec("h2", ["iperf3", "-s", "-D", "-p", "5998"])  # unregistered, in a live node's netns
+    print(p.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # a hard crash: no teardown runs
+"""
+
+
+def test_clean_removes_a_crashed_runs_leftovers(net):
+    from testbed import cleanup
+
+    before = _snapshot()
+    tag = f"test-crash-{os.getpid()}"
+    child = subprocess.run([sys.executable, "-c", CRASH, tag], cwd=REPO, capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    sleeper = int(child.stdout.split()[0])
+    started, inodes = _recorded(tag)
+    assert _running(sleeper), "the registered process should outlive the crashed owner"
+    report = cleanup.clean()
+    assert str(ROOT / tag) in report.state_dirs
+    assert sleeper in report.killed
+    assert str(net.state.path) in report.live_runs  # a live network is never touched
+    assert net.exec("h1", ["true"]) == ""
+    _same_as(before, _snapshot(), inodes, started | {sleeper})
