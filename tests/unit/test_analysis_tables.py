@@ -11,9 +11,10 @@ from analysis.load import load_runs
 N_BURST = 10  # synthetic runs' default burst_rounds ((10, 20),)
 
 
-@pytest.fixture
-def three_way(tmp_path):
+@pytest.fixture(scope="module")
+def three_way(tmp_path_factory):
     """optireduce / dblp / tcp, 3 repeats each with the same seeds; dblp repeat 1 starved."""
+    tmp_path = tmp_path_factory.mktemp("three_way")
     dirs = []
     for rep in range(3):
         dirs.append(

@@ -113,15 +113,15 @@ def test_sweep_command_runs_then_resumes_skipping_finished(tmp_path, monkeypatch
     runner = CliRunner()
     fake = _Orchestrator({"tcp": "failed"})
     monkeypatch.setattr(experiment, "run_experiment", fake)
-    args = ["sweep", "--transports", "optireduce,dblp,tcp", "--bursts", "heavy"]
+    args = ["sweep", "--transports", "optireduce,tcp", "--bursts", "heavy"]
     args += ["--repeats", "2", "--out", str(tmp_path / "sw")]
     res = runner.invoke(app, args)
     assert res.exit_code == 1, res.output  # the tcp runs failed
-    assert len(fake.calls) == 6
+    assert len(fake.calls) == 4
     seeds = {}
     for _run_id, seed, transport in fake.calls:
         seeds.setdefault(seed, set()).add(transport)
-    assert seeds == {0: {"optireduce", "dblp", "tcp"}, 1: {"optireduce", "dblp", "tcp"}}
+    assert seeds == {0: {"optireduce", "tcp"}, 1: {"optireduce", "tcp"}}
     report = (tmp_path / "sw" / "report" / "report.md").read_text()
     assert "**FAILED**" in report and "Paper's ratios vs optireduce" in report
 
@@ -132,7 +132,7 @@ def test_sweep_command_runs_then_resumes_skipping_finished(tmp_path, monkeypatch
     assert sorted(t for _, _, t in fake2.calls) == ["tcp", "tcp"]  # only the failed ones
     assert len(list((tmp_path / "sw").glob("tcp-*.prev1"))) == 2
     res = runner.invoke(app, args + ["--dry-run"])
-    assert res.exit_code == 0 and "6 done, 0 to run" in res.output
+    assert res.exit_code == 0 and "4 done, 0 to run" in res.output
 
 
 def test_sweep_rejects_unknown_preset_before_running(tmp_path, monkeypatch):
