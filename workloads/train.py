@@ -47,6 +47,7 @@ MOMENTUM = 0.9
 LR_DECAY = 0.1
 #: LR decays at these fractions of the run (rounded down to a phase checkpoint).
 LR_DECAY_AT = (0.5, 0.75)
+EVAL_BATCH = 256
 _SIOCGIFADDR = 0x8915
 
 
@@ -218,7 +219,7 @@ def step_loss(rows: list[dict[str, Any]]) -> float:
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, data: datasets.Dataset) -> tuple[float, float]:
     model.eval()
-    logits = model(data.x_test)
+    logits = torch.cat([model(x) for x in data.x_test.split(EVAL_BATCH)])
     model.train()
     loss = F.cross_entropy(logits, data.y_test).item()
     acc = (logits.argmax(1) == data.y_test).float().mean().item()

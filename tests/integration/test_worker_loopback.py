@@ -26,15 +26,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(transport: str, out: Path) -> list[dict]:
+TRAIN_ARGS = ["--steps", str(STEPS), "--epochs", "2", "--batch-size", "16"]
+ALLREDUCE_ARGS = ["--workload", "allreduce", "--size-mib", "0.25", "--rounds", "6",
+                  "--interval-ms", "5", "--epsilon", "0.05"]  # fmt: skip
+
+
+def _run(transport: str, out: Path, extra: list[str], world: int = WORLD) -> list[dict]:
     port = _free_port()
     procs = []
-    for rank in range(WORLD):
+    for rank in range(world):
         argv = [sys.executable, "-m", "workloads.train", "--rank", str(rank), "--world",
-                str(WORLD), "--master-addr", "127.0.0.1", "--master-port", str(port), "--addr",
-                "127.0.0.1", "--transport", transport, "--steps", str(STEPS), "--epochs", "2",
-                "--batch-size", "16", "--rate-mbps", "800", "--base-port", "53700",
-                "--out", str(out), "--run-id", f"t-{transport}"]  # fmt: skip
+                str(world), "--master-addr", "127.0.0.1", "--master-port", str(port), "--addr",
+                "127.0.0.1", "--transport", transport, "--rate-mbps", "800", "--base-port",
+                "53700", "--out", str(out), "--run-id", f"t-{transport}", *extra]  # fmt: skip
         procs.append(subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))  # fmt: skip
     outs = []
@@ -56,7 +60,7 @@ def runs(tmp_path_factory) -> dict[str, tuple[Path, list[dict]]]:
     res = {}
     for transport in ("tcp", "dblp"):
         out = tmp_path_factory.mktemp(transport)
-        res[transport] = (out, _run(transport, out))
+        res[transport] = (out, _run(transport, out, TRAIN_ARGS))
     return res
 
 
@@ -111,3 +115,17 @@ def test_stdout_contract(runs, transport):
     assert {"step", "epoch", "steps_total", "round_ms", "delivered_loss"} <= set(steps[0])
     assert steps[0]["steps_total"] == STEPS
     assert any(e["event"] == "eval" and 0 <= e["test_acc"] <= 1 for e in events)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "dblp"])
+def test_allreduce_workload(tmp_path, transport):
+    events = _run(transport, tmp_path, ALLREDUCE_ARGS, world=2)
+    rounds = _table(tmp_path, "rounds", range(2))
+    steps = _table(tmp_path, "steps", range(2))
+    tot = rounds[rounds["stage"] == "total"]
+    assert len(tot) == 2 * 6 and set(tot["iter"]) == set(range(6))
+    assert (tot["bytes"] > 0).all() and len(steps) == 2 * 6
+    if transport == "dblp":
+        assert (tot[~tot["is_warmup"]]["epsilon"] == 0.05).all()
+    assert [e["event"] for e in events][0] == "t0" and events[-1]["event"] == "done"
+    assert sum(e["event"] == "step" for e in events) == 6

@@ -193,12 +193,18 @@ def tcp_hook(state: TcpState, bucket: dist.GradBucket) -> torch.futures.Future[t
     return fut.then(record)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Job:
-    __slots__ = ("tensor", "future", "bucket", "step", "iteration", "phase", "epsilon", "eps_id")
+    """One bucket's round, with the step context captured when DDP handed it over."""
 
-    def __init__(self, **kw: Any) -> None:
-        for k, v in kw.items():
-            setattr(self, k, v)
+    tensor: torch.Tensor
+    future: torch.futures.Future
+    bucket: int
+    step: int
+    iteration: int
+    phase: str
+    epsilon: float
+    eps_id: int
 
 
 class UdpState:
@@ -255,7 +261,10 @@ class UdpState:
     def drain_rows(self) -> list[dict[str, Any]]:
         return self.sink.drain()
 
-    def submit(self, bucket: Any) -> torch.futures.Future[torch.Tensor]:
+    def submit(self, bucket: Any, policy: str) -> torch.futures.Future[torch.Tensor]:
+        """Queue one bucket's round; `policy` is the hook's, checked against the state's."""
+        if policy != self.policy:
+            raise ValueError(f"{policy}_hook registered with a {self.policy} state")
         fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
         ctx = self.context
         job = _Job(
@@ -379,17 +388,17 @@ class UdpState:
 
 def dblp_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Bounded loss: a round ends once ≥ (1−ε) of its data is in; ε from the phase controller."""
-    return state.submit(bucket)
+    return state.submit(bucket, "dblp")
 
 
 def optireduce_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Bounded time (OptiReduce-style): adaptive or fixed timeout, no retransmission."""
-    return state.submit(bucket)
+    return state.submit(bucket, "optireduce")
 
 
 def reliable_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """The same UDP path with full repair: the exact control for the lossy two."""
-    return state.submit(bucket)
+    return state.submit(bucket, "reliable")
 
 
 HOOKS: dict[str, Callable[[Any, Any], torch.futures.Future]] = {
