@@ -35,18 +35,22 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def _hue(df: pd.DataFrame) -> pd.Series:
-    """Legend key: the label, plus the preset when there are several."""
-    if df["preset"].nunique() > 1:
-        return df["label"] + " / " + df["preset"]
-    return df["label"]
+def _with_hue(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """df with a legend column: the transport label, plus the preset and the workload when
+    the frame holds several of them (so no line mixes two experiments)."""
+    parts = ["label"] + [c for c in ("preset", "workload") if df[c].nunique() > 1]
+    name = " / ".join("transport" if c == "label" else c for c in parts)
+    key = df[parts[0]].astype(str)
+    for c in parts[1:]:
+        key = key + " / " + df[c].astype(str)
+    return df.assign(**{name: key}), name
 
 
 def latency_cdf(rl: pd.DataFrame, path: Path) -> Path:
     """Empirical CDF of round latency (max over ranks), one line per transport (and preset)."""
-    df = rl.assign(series=_hue(rl))
+    df, hue = _with_hue(rl)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    sns.ecdfplot(data=df, x="latency_ms", hue="series", ax=ax)
+    sns.ecdfplot(data=df, x="latency_ms", hue=hue, ax=ax)
     ax.set_xscale("log")
     ax.set_xlabel("round latency, max over ranks (ms, log scale)")
     ax.set_ylabel("fraction of rounds")
@@ -82,13 +86,13 @@ def accuracy_vs_time(runs: Runs, path: Path) -> Path:
     """Test accuracy against wall time since the first training step, one line per run."""
     e = runs.evals.copy()
     e["t_rel_s"] = e["t_s"] - e["run_id"].map(origins(runs))
-    e["series"] = _hue(e)
+    e, hue = _with_hue(e)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sns.lineplot(
         data=e.sort_values("t_rel_s"),
         x="t_rel_s",
         y="test_acc",
-        hue="series",
+        hue=hue,
         units="run_id",
         estimator=None,
         marker="o",
@@ -103,13 +107,13 @@ def accuracy_vs_time(runs: Runs, path: Path) -> Path:
 
 def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
     """ε (loss tolerance) and delivered loss per round over training iterations."""
-    df = rl.assign(series=_hue(rl)).sort_values("iter")
+    df, hue = _with_hue(rl.sort_values("iter"))
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for ax, col, label in (
         (a1, "epsilon", "ε, loss tolerance (fraction)"),
         (a2, "delivered_loss", "delivered loss (fraction)"),
     ):
-        sns.lineplot(data=df, x="iter", y=col, hue="series", errorbar=None, lw=0.9, ax=ax)
+        sns.lineplot(data=df, x="iter", y=col, hue=hue, errorbar=None, lw=0.9, ax=ax)
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
     a1.set_title("ε and delivered loss over training (mean over repeats)")
@@ -121,6 +125,8 @@ def headline_bars(comparisons: pd.DataFrame, path: Path) -> Path:
     """The paper's ratios vs optireduce with 95% CIs, the published figures dashed."""
     c = comparisons[comparisons["baseline_transport"] == PAPER_BASELINE].copy()
     c["series"] = c["label"] + " vs " + c["baseline"]
+    if c["workload"].nunique() > 1:
+        c["series"] = c["workload"] + ": " + c["series"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
     panels = (
         (

@@ -53,3 +53,15 @@ def test_make_figures_draws_only_what_the_data_supports(tmp_path):
     made = figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
     assert set(made) == {"latency_cdf", "latency_timeline", "epsilon_loss"}
     assert all(_is_png(p) for p in made.values())
+
+
+def test_headline_bars_with_two_workloads(tmp_path):
+    root = tmp_path / "runs"
+    dirs = [
+        write_run(root, f"{w}-{t}", workload=w, transport=t, burst_ms=ms)
+        for w in ("train", "allreduce")
+        for t, ms in (("optireduce", 300.0), ("dblp", 60.0))
+    ]
+    runs = load_runs(dirs)
+    made = figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
+    assert _is_png(made["headline_ratios"])
