@@ -3,7 +3,8 @@
 One small base (GRACE style) and one class per policy. All policies see the same
 `StageProgress`, share one idle detector (gap = max(2 ms, 4 packet times at the pacing rate))
 and one hard cap t_max per round, of which the scatter stage may use the first half and the
-gather stage the rest; so comparing them compares only their rules.
+gather stage the rest; so comparing them compares only their rules. The idle detector is
+LAST-aware (see CompletionPolicy.idle).
 
 Units: a round returns the SUM over ranks (hooks divide by N). Per policy, for an element whose
 data did not arrive:
@@ -31,6 +32,8 @@ import numpy as np
 
 IDLE_GAP_MIN_S = 0.002
 IDLE_GAP_PACKETS = 4
+TAIL_GAPS = 4  # silence before some peer's LAST packet counts as idle only after this long:
+TAIL_P50_FRACTION = 0.1  # max(TAIL_GAPS gaps, 10 % of the calibrated p50)
 SCATTER_SHARE = 0.5  # the scatter stage must end by round_start + SCATTER_SHARE * budget
 
 
@@ -76,7 +79,18 @@ class CompletionPolicy(ABC):
     epsilon: float = 0.0
 
     def idle(self, p: StageProgress, now: float) -> bool:
-        return now - p.last_rx >= p.gap_s
+        """The shared idle detector: no new data for one gap once every peer's LAST packet
+        came; while some LAST is still out, for max(TAIL_GAPS gaps, 10 % of p50) (OptiReduce's
+        early timeout is ~10 % of its timeout). The second clause keeps a sender that the OS
+        descheduled mid-stream (routine with 4 ranks on 2 cores) from looking finished, at the
+        cost of a later NACK when a stream's tail really was lost."""
+        return now >= self.idle_at(p)
+
+    def idle_at(self, p: StageProgress) -> float:
+        """When the stream becomes idle if nothing more arrives."""
+        if p.last_seen >= p.peers:
+            return p.last_rx + p.gap_s
+        return p.last_rx + max(TAIL_GAPS * p.gap_s, TAIL_P50_FRACTION * p.p50_s)
 
     def budget_s(self, p: StageProgress) -> float:
         """The round's time budget; None-like infinity for a policy with no cap."""
@@ -125,7 +139,7 @@ class Reliable(CompletionPolicy):
             return Verdict(done=True)
         if self.idle(p, now):
             return Verdict(nack=True, recheck_at=now + p.gap_s)
-        return Verdict(recheck_at=p.last_rx + p.gap_s)
+        return Verdict(recheck_at=self.idle_at(p))
 
 
 class Dblp(CompletionPolicy):
@@ -154,7 +168,7 @@ class Dblp(CompletionPolicy):
             if missing <= allowed:
                 return Verdict(done=True)
             return Verdict(nack=True, recheck_at=min(now + p.gap_s, dl))
-        return Verdict(recheck_at=min(p.last_rx + p.gap_s, dl))
+        return Verdict(recheck_at=min(self.idle_at(p), dl))
 
     def combine(self, partial: np.ndarray, counts: np.ndarray | None, world: int) -> None:
         _rescale(partial, counts, world)
@@ -201,7 +215,7 @@ class OptiReduce(CompletionPolicy):
         if self.mode == "adaptive" and p.last_seen >= p.peers:
             if self.idle(p, now):
                 return Verdict(done=True)
-            return Verdict(recheck_at=min(p.last_rx + p.gap_s, dl))
+            return Verdict(recheck_at=min(self.idle_at(p), dl))
         return Verdict(recheck_at=dl)
 
     def combine(self, partial: np.ndarray, counts: np.ndarray | None, world: int) -> None:

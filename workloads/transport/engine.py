@@ -79,6 +79,8 @@ class Engine(threading.Thread):
         self.sbuf = np.zeros(config.mtu, dtype=np.uint8)
         self.sview = memoryview(self.sbuf)
         self.sock_rr = 0
+        self.schedstat = ""
+        self.wait0_ns = 0
         # Counters since the previous round ended (attributed to the next RoundStats).
         self.sent_bytes = 0
         self.nacks = 0
@@ -101,6 +103,7 @@ class Engine(threading.Thread):
     # ---- loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
+        self.schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
         try:
             ready: list[int] = []
             while not self.stop_flag:
@@ -118,6 +121,14 @@ class Engine(threading.Thread):
             for req in self._outstanding():
                 req.error = e
                 req.done.set()
+
+    def _runq_wait_ns(self) -> int:
+        """Time this thread spent runnable but not running (the kernel's schedstat)."""
+        try:
+            with open(self.schedstat) as f:
+                return int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
 
     def _outstanding(self) -> list[Request]:
         out = [self.active_req] if self.active_req is not None else []
@@ -159,6 +170,7 @@ class Engine(threading.Thread):
         )
         self.next_round += 1
         self.active, self.active_req, self.inject = rs, req, req.inject
+        self.wait0_ns = self._runq_wait_ns()
         for p in self.peers:
             if lay.length(p):
                 self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
@@ -258,6 +270,7 @@ class Engine(threading.Thread):
             late_dgrams=self.reasons["late"],
             eps_mismatch=rs.eps_mismatch,
             t_budget_ms=budget * 1e3 if budget != float("inf") else 0.0,
+            cpu_wait_ms=max(0, self._runq_wait_ns() - self.wait0_ns) / 1e6,
             bad_reasons={r: c for r, c in self.reasons.items() if r not in NOT_BAD},
         )
         self.sent_bytes = self.nacks = self.retx = 0

@@ -14,7 +14,10 @@ class RoundStats:
     bad_dgrams count the same interval, so summing rows gives the job's totals. pkts_* and
     delivered_loss are about the data this rank had to receive in this round (scatter
     contributions to its shard plus the other ranks' reduced shards); delivered_loss is the
-    element-weighted missing fraction. bad_reasons maps each rejection reason to its count.
+    element-weighted missing fraction. cpu_wait_ms is how long the transport thread was
+    runnable but off the CPU during the round (/proc schedstat), the validity guard's input: a
+    deadline can be overshot by at most that plus one poll tick. bad_reasons maps each
+    rejection reason to its count.
     """
 
     round: int
@@ -37,4 +40,5 @@ class RoundStats:
     late_dgrams: int = 0
     eps_mismatch: int = 0
     t_budget_ms: float = 0.0
+    cpu_wait_ms: float = 0.0  # run-queue wait of this rank's transport thread in the round
     bad_reasons: dict[str, int] = field(default_factory=dict)
