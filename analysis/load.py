@@ -38,6 +38,9 @@ RUN_COLUMNS = (
     "starved",
 )
 
+#: Spec fields that may differ between the repeats of one experiment.
+PER_REPEAT_FIELDS = frozenset({"seed", "repeat", "out", "run_id"})
+
 #: A spec field and its default: a run whose field differs gets a label suffix.
 DEFAULT_TCP_RTO_MIN_MS = 200.0
 
@@ -94,6 +97,7 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "wall_s": info.wall_s,
         "t0_s": info.t0_s,
         "dir": str(run_dir),
+        "spec": dict(info.spec),
     }
 
 
@@ -168,3 +172,21 @@ def origins(runs: Runs) -> pd.Series:
     first_round = runs.rounds.groupby("run_id")["t_start_s"].min()
     t0 = runs.runs.set_index("run_id")["t0_s"].astype(float)
     return t0.fillna(first_step).fillna(first_round).rename("origin_s")
+
+
+def mixed_specs(runs: Runs, keys: tuple[str, ...] = ("workload", "label", "preset")) -> list[str]:
+    """Groups whose runs differ in more than the seed, each as "label/preset: fields".
+
+    Repeats are aggregated as if they measured one thing; a group mixing, say, two link
+    rates would silently average them, so the report names it instead.
+    """
+    out = []
+    for key, g in runs.runs.groupby(list(keys)):
+        specs = list(g["spec"])
+        fields = sorted(
+            {f for s in specs for f in s if f not in PER_REPEAT_FIELDS}
+            - {f for f in specs[0] if all(s.get(f) == specs[0].get(f) for s in specs)}
+        )
+        if fields:
+            out.append(f"{'/'.join(map(str, key))}: runs differ in {', '.join(fields)}")
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures import make_figures
-from analysis.load import Runs, load_runs
+from analysis.load import Runs, load_runs, mixed_specs
 from analysis.tables import GROUP, PUBLISHED, build_tables
 
 #: Tables in report order, with their headings.
@@ -83,6 +83,7 @@ def run_warnings(runs: Runs) -> list[str]:
             out.append(f"run `{r.run_id}` warnings: {'; '.join(rest)}")
         if (runs.rounds["run_id"] == r.run_id).sum() == 0:
             out.append(f"run `{r.run_id}` has **no rounds** recorded")
+    out += [f"**mixed group** {m}: its repeats are not one experiment" for m in mixed_specs(runs)]
     return out
 
 

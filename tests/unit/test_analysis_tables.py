@@ -6,7 +6,7 @@ import pytest
 from synthetic_runs import expected_train_s, write_run
 
 from analysis import tables
-from analysis.load import load_runs
+from analysis.load import load_runs, mixed_specs
 
 N_BURST = 10  # synthetic runs' default burst_rounds ((10, 20),)
 
@@ -194,6 +194,16 @@ def test_variants_get_labels_and_repeats_from_seeds(tmp_path):
     assert runs.loc["of", "label"] == "optireduce-fixed"
     assert runs.loc["dp", "label"] == "dblp-phase-off"
     assert (runs.loc["dp", "repeat"], runs.loc["dp2", "repeat"]) == (0, 1)
+
+
+def test_group_mixing_specs_is_named(tmp_path):
+    d = [
+        write_run(tmp_path, "a", transport="dblp", seed=0, spec={"bw": 100.0}),
+        write_run(tmp_path, "b", transport="dblp", seed=1, spec={"bw": 50.0}),
+        write_run(tmp_path, "c", transport="tcp", seed=0, spec={"bw": 100.0}),
+        write_run(tmp_path, "e", transport="tcp", seed=1, spec={"bw": 100.0}),
+    ]
+    assert mixed_specs(load_runs(d)) == ["train/dblp/heavy: runs differ in bw"]
 
 
 def test_summary_has_exactly_the_orchestrator_keys(tmp_path):
