@@ -191,8 +191,18 @@ def _baselines(metrics: pd.DataFrame, transports: tuple[str, ...]) -> list[str]:
     return sorted(metrics.loc[metrics["transport"].isin(transports), "label"].unique())
 
 
+def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool]:
+    """1 - a/b of a time column (CI from the ratio's), and whether repeats were paired."""
+    x, y, paired = _paired(a, b, col)
+    if not (len(x) and len(y)):
+        return _nan_est(), paired
+    r = ratio_ci(x, y, paired=paired)
+    return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired
+
+
 def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) -> pd.DataFrame:
-    """Per (workload, preset, label, baseline): burst-round speedup, e2e reduction, Δ accuracy."""
+    """Per (workload, preset, label, baseline): burst-round speedup, reductions of training
+    time and of time-to-accuracy, Δ final accuracy."""
     rows = []
     bases = _baselines(metrics, baseline_transports)
     for (workload, preset), g in metrics.groupby(["workload", "preset"]):
@@ -205,9 +215,8 @@ def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) 
                     continue
                 x, y, p_speed = _paired(a, b, "burst_mean_ms")
                 speed = ratio_ci(y, x, paired=p_speed) if len(x) and len(y) else _nan_est()
-                x, y, p_time = _paired(a, b, "train_s")
-                ratio = ratio_ci(x, y, paired=p_time) if len(x) and len(y) else _nan_est()
-                red = Estimate(1 - ratio.mean, 1 - ratio.hi, 1 - ratio.lo, ratio.n)
+                red, p_time = _reduction(a, b, "train_s")
+                tta, _ = _reduction(a, b, "tta_s")
                 x, y, p_acc = _paired(a, b, "final_acc")
                 dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else _nan_est()
                 rows.append(
@@ -219,6 +228,7 @@ def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) 
                         "baseline_transport": b["transport"].iloc[0],
                         **_est("burst_speedup", speed),
                         **_est("e2e_reduction", red),
+                        **_est("tta_reduction", tta),
                         **_est("acc_delta", dacc),
                         "n": speed.n or red.n,
                         "paired": p_speed and p_time,
@@ -240,6 +250,9 @@ _COMPARISON_COLUMNS = [
     "e2e_reduction",
     "e2e_reduction_lo",
     "e2e_reduction_hi",
+    "tta_reduction",
+    "tta_reduction_lo",
+    "tta_reduction_hi",
     "acc_delta",
     "acc_delta_lo",
     "acc_delta_hi",

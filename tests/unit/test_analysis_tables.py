@@ -159,6 +159,9 @@ def test_training_loss_and_counters(three_way):
     assert tr.train_s == pytest.approx(expected_train_s(60, 20.0, 900.0, N_BURST))
     assert tr.final_acc == pytest.approx(0.9) and tr.target_acc == 0.45
     assert tr.tta_reached == "3/3"
+    m = t["runs"].set_index("run_id")
+    c = _row(t["comparisons"], label="dblp", baseline="optireduce")
+    assert c.tta_reduction == pytest.approx(1 - m.loc["dblp-0", "tta_s"] / m.loc["opt-0", "tta_s"])
     # acc reaches 0.45 at step 30 of 59 (0.9 * 30/59 = 0.4576)
     assert tr.tta_s > 0
     loss = _row(t["loss"], label="dblp")
