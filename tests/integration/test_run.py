@@ -31,17 +31,21 @@ def _ip(*args: str) -> str:
 
 
 def _ours() -> set[int]:
-    """PIDs of processes this tool starts (workers, incast senders, iperf3), wherever they run."""
+    """PIDs living in a network namespace other than the machine's: emulated hosts' processes.
+
+    Workers, incast senders, iperf3 and node shells all run in the emulated hosts'
+    namespaces, so after a run there must be none (whoever else uses the root namespace).
+    """
+    root = os.readlink("/proc/1/ns/net")
     out = set()
     for e in os.listdir("/proc"):
         if not e.isdigit():
             continue
         try:
-            cmd = Path(f"/proc/{e}/cmdline").read_bytes().replace(b"\0", b" ")
+            if os.readlink(f"/proc/{e}/ns/net") != root:
+                out.add(int(e))
         except OSError:
             continue
-        if b"workloads.train" in cmd or b"incast_sender" in cmd or cmd.startswith(b"iperf3"):
-            out.add(int(e))
     return out
 
 
@@ -115,15 +119,18 @@ def test_same_seed_same_bursts_relative_to_step_zero(heavy_runs):
         assert code == 0
         run_dir = Path(summary["run_dir"])
         t0 = schema.read_run_info(run_dir).t0_s
-        b = schema.read_table(run_dir, "bursts").sort_values(["event_id", "direction"])
+        b = schema.read_table(run_dir, "bursts").sort_values(["planned_start_s", "direction"])
         offsets[transport] = [
             (r.event_id, r.direction, r.kind, round(r.planned_start_s - t0, 6))
             for r in b.itertuples()
         ]
-    first = offsets["dblp"]
-    assert first
+    # Each run logs the events planned before it stopped; runs differ in length, so
+    # compare the events all of them reached.
+    n = min(len(o) for o in offsets.values())
+    assert n > 0
+    first = offsets["dblp"][:n]
     for transport, o in offsets.items():
-        assert o == first, transport
+        assert o[:n] == first, transport
 
 
 def test_zero_loss_dblp_matches_tcp_accuracy_without_drift(tmp_path):
