@@ -89,6 +89,16 @@ def _train_span(steps: pd.DataFrame) -> tuple[float, float]:
     return float(s["t_start_s"].min()), float((s["t_start_s"] + s["step_ms"] / 1000.0).max())
 
 
+def _bursts_during(w: pd.DataFrame, t_first: float, t_last: float, r: pd.DataFrame) -> int:
+    """Applied events overlapping the measured span (the steps, else the rounds): the schedule
+    runs past the last step, and those bursts hit nothing."""
+    if math.isnan(t_first) and not r.empty:
+        t_first, t_last = float(r["t_start_s"].min()), float(r["t_end_s"].max())
+    if math.isnan(t_first):
+        return len(w)
+    return int(((w["start_s"] < t_last) & (w["end_s"] > t_first)).sum())
+
+
 def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
     """One row per run: the per-run quantities the tables aggregate over repeats."""
     rl = round_level(runs)
@@ -107,7 +117,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
             if not hit.empty:
                 tta = float(hit["t_s"].iloc[0]) - origin
         n_steps = int(s["step"].nunique()) if not s.empty else 0
-        n_bursts = int((windows["run_id"] == info.run_id).sum())
+        n_bursts = _bursts_during(windows[windows["run_id"] == info.run_id], t_first, t_last, r)
         inb, outb = r[r["in_burst"]], r[~r["in_burst"]]
         flagged = r["cpu_wait_ms"] > FLAG_WAIT_FRACTION * r["latency_ms"]
         rows.append(

@@ -170,6 +170,20 @@ def test_training_loss_and_counters(three_way):
     assert loss.bursts_per_100_steps == pytest.approx(100 / 60)
 
 
+def test_bursts_after_the_last_step_do_not_count(tmp_path):
+    import pandas as pd
+
+    from analysis.schema import read_table, write_table
+
+    d = write_run(tmp_path, "x", transport="dblp")
+    b = read_table(d, "bursts")
+    late = b[b.event_id == 0].assign(event_id=7)
+    late[["applied_start_s", "applied_end_s"]] += 1000.0  # long after training ended
+    write_table(d, "bursts", pd.concat([b, late], ignore_index=True))
+    m = tables.run_metrics(load_runs([d])).iloc[0]
+    assert m.bursts == 1 and tables.summary(d)["bursts"] == 1
+
+
 def test_nacks_cap_hits_and_drift(tmp_path):
     d = write_run(tmp_path, "x", transport="dblp", cap_hit_in_burst=True, nacks_in_burst=3)
     m = tables.run_metrics(load_runs([d])).iloc[0]
