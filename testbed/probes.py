@@ -19,6 +19,8 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
+
 __all__ = ["bin_iperf3", "bin_ping", "parse_iperf3_line", "parse_ping_line", "run_probe"]
 
 CONTROL_PORT = 5201
@@ -88,16 +90,23 @@ def bin_ping(
     """Rows from ping replies; realtime_offset_s = time.time() - time.monotonic()."""
     if not replies:
         return []
-    # send time of seq n = a + n * interval; a from the replies (receive stamp minus rtt)
-    a = statistics.median(t - rtt / 1000 - seq * interval_s for t, seq, rtt in replies)
-    a -= realtime_offset_s
-    t_first = a + 1 * interval_s
-    n_bins = max(1, math.ceil(count * interval_s / bin_s))
+    # Send time of a reply = its receive stamp minus its RTT; a lost probe's send time is
+    # interpolated by icmp_seq (ping's real interval drifts above the asked one under load).
+    known = sorted({seq: t - rtt / 1000 - realtime_offset_s for t, seq, rtt in replies}.items())
+    seqs = np.array([k for k, _ in known], dtype=float)
+    sends = np.array([v for _, v in known])
+    slope = np.polyfit(seqs, sends, 1)[0] if len(known) > 1 else interval_s
+    every = np.arange(1, count + 1, dtype=float)
+    t_send = np.interp(every, seqs, sends)
+    t_send = np.where(every < seqs[0], sends[0] - (seqs[0] - every) * slope, t_send)
+    t_send = np.where(every > seqs[-1], sends[-1] + (every - seqs[-1]) * slope, t_send)
+    t_first = float(t_send[0])
+    n_bins = max(1, math.ceil((float(t_send[-1]) - t_first) / bin_s + 1e-9))
     sent = [0] * n_bins
     got: list[list[float]] = [[] for _ in range(n_bins)]
     rtt_by_seq = {seq: rtt for _, seq, rtt in replies}
-    for seq in range(1, count + 1):
-        b = min(n_bins - 1, int((a + seq * interval_s - t_first) / bin_s))
+    for seq, t in zip(range(1, count + 1), t_send, strict=True):
+        b = min(n_bins - 1, int((t - t_first) / bin_s))
         sent[b] += 1
         if seq in rtt_by_seq:
             got[b].append(rtt_by_seq[seq])

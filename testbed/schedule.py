@@ -164,9 +164,10 @@ def resolve_targets(topo, target: Target, workers: list[str]) -> list[tuple[str,
 def incast_senders(topo, dst: str, workers: list[str], n: int, sham: bool) -> list[tuple[str, str]]:
     """(sender, receiver) host pairs for an incast into ``dst``'s edge downlink.
 
-    Senders are idle hosts (no worker) outside dst's pod (outside its edge where there are no
-    pods), first hosts of worker-free edges first, so the burst converges only at the target and
-    each sender's own access link stays below its rate. With ``sham`` every sender sends instead
+    Senders are idle hosts (no worker) outside dst's pod (where the topology has several pods),
+    hosts behind other edge routers and first hosts of worker-free edges first; hosts behind
+    dst's own edge router (a star) come last. Each sender's own access link stays below its rate,
+    so the burst converges at the target's shallow queue. With ``sham`` every sender sends instead
     to an idle host behind its own edge router: same senders, same rates, no worker link crossed.
     """
     busy = set(workers) | {dst}
@@ -175,17 +176,16 @@ def incast_senders(topo, dst: str, workers: list[str], n: int, sham: bool) -> li
     by_edge: dict[str, list[str]] = {}
     for h in topo.hosts:
         by_edge.setdefault(_edge_of(topo, h.name), []).append(h.name)
+    several_pods = len({h.pod for h in topo.hosts}) > 1
     candidates = []
     for order, (edge, hosts) in enumerate(by_edge.items()):
-        if edge == dst_edge:
-            continue
-        if dst_node.pod is not None and topo.node(edge).pod == dst_node.pod:
+        if several_pods and topo.node(edge).pod == dst_node.pod:
             continue
         edge_busy = any(h in busy for h in hosts)
         idle = [h for h in hosts if h not in busy]
         for rank, h in enumerate(idle):
-            candidates.append((edge_busy, rank, order, h))
-    picked = [c[3] for c in sorted(candidates)[:n]]
+            candidates.append((edge == dst_edge, edge_busy, rank, order, h))
+    picked = [c[-1] for c in sorted(candidates)[:n]]
     if len(picked) < n:
         raise ScheduleError(
             f"senders: incast into {dst} needs {n} idle hosts outside its pod/edge; "

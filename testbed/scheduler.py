@@ -41,6 +41,7 @@ class BurstScheduler:
         self.t0: float | None = None
         self._shells: dict[str, ShellApplier] = {}
         self._mechs: dict[str, Impairment] = {}
+        self._prepared: list[Impairment] = []
         self._egress: dict[str, Egress] = {}
         self._applied_start: dict[tuple[int, str], float] = {}
         self._applied_end: dict[tuple[int, str], float] = {}
@@ -99,6 +100,7 @@ class BurstScheduler:
             kinds = {k for k, m in self._mechs.items() if m is mech}
             evs = [e for e in self.events if e.kind in kinds]
             egs = [self._egress[d] for d in dict.fromkeys(e.direction for e in evs)]
+            self._prepared.append(mech)  # before prepare: a half-done prepare is closed too
             mech.prepare(egs, evs)
             if mech.still_when_idle:
                 for eg in egs:
@@ -214,7 +216,7 @@ class BurstScheduler:
             return
         self._closed = True
         problems = []
-        for mech in dict.fromkeys(self._mechs.values()):
+        for mech in self._prepared:
             try:
                 mech.close()
             except Exception as e:  # noqa: BLE001 - close the rest, then report

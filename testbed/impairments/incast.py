@@ -79,9 +79,9 @@ class IncastSenders(Impairment):
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         hosts = sorted({s for e in events for s, _ in e.params["pairs"]})
         self.senders: dict[str, SenderProcess] = {}
+        self._active: dict[str, list[tuple[str, str]]] = {}
         for h in hosts:
             self.senders[h] = SenderProcess(self._spawn(h, [sys.executable, str(SENDER)]), h)
-        self._active: dict[str, list[tuple[str, str]]] = {}
 
     def _send(self, lines: list[tuple[str, str]]) -> Ticket:
         # Write every sender's line first, then collect: the senders act in parallel.

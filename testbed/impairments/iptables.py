@@ -54,24 +54,27 @@ class IptablesLoss(Impairment):
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         self._rule: dict[str, tuple[int, str]] = {}  # direction -> (rule number, drop chain)
-        self._nodes: dict[str, bool] = {}
+        self._created: list[tuple[str, str]] = []  # (node, chain), in creation order
+        self._hooked: list[tuple[str, str]] = []  # (node, FORWARD | OUTPUT)
         per_node: dict[str, list[Egress]] = {}
         for e in egresses:
             per_node.setdefault(e.node, []).append(e)
         for node, egs in per_node.items():
             sh = self.shell(node)
             sh.run([*IPT, "-N", CHAIN])
-            self._nodes[node] = egs[0].is_host
+            self._created.append((node, CHAIN))
             for spec in exemption_specs():
                 sh.run([*IPT, "-A", CHAIN, *spec])
             for i, e in enumerate(egs):
                 drop = f"dblp_d{i}"
                 sh.run([*IPT, "-N", drop])
+                self._created.append((node, drop))
                 sh.run([*IPT, "-A", drop, "-j", "DROP"])
                 sh.run([*IPT, "-A", CHAIN, *loss_spec(e.intf, drop, 0.0, "random")])
                 self._rule[e.direction] = (len(exemption_specs()) + 1 + i, drop)
             hook = "OUTPUT" if egs[0].is_host else "FORWARD"
             sh.run([*IPT, "-I", hook, "1", "-j", CHAIN])
+            self._hooked.append((node, hook))
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
         num, drop = self._rule[egress.direction]
@@ -90,14 +93,10 @@ class IptablesLoss(Impairment):
         return int(out.splitlines()[2].split()[0])
 
     def close(self) -> None:
-        for node, is_host in self._nodes.items():
-            sh = self.shell(node)
-            hook = "OUTPUT" if is_host else "FORWARD"
-            sh.run([*IPT, "-D", hook, "-j", CHAIN])
-            sh.run([*IPT, "-F", CHAIN])
-            sh.run([*IPT, "-X", CHAIN])
-        for direction, (_, drop) in self._rule.items():
-            sh = self.shell(direction.split("->")[0])
-            sh.run([*IPT, "-F", drop])
-            sh.run([*IPT, "-X", drop])
-        self._nodes, self._rule = {}, {}
+        """Unhook, flush, delete: in that order, since a referenced chain cannot be deleted."""
+        for node, hook in self._hooked:
+            self.shell(node).run([*IPT, "-D", hook, "-j", CHAIN])
+        for action in ("-F", "-X"):
+            for node, chain in self._created:
+                self.shell(node).run([*IPT, action, chain])
+        self._hooked, self._created, self._rule = [], [], {}

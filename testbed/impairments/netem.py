@@ -51,10 +51,10 @@ class NetemLeaf(Impairment):
             from testbed import capabilities
 
             self._caps = capabilities.probe()
-        check_netem(self._caps, events)
         self._state: dict[str, tuple[float, float]] = {}
         self._egresses = {e.direction: e for e in egresses}
         self._counted: dict[str, int] = {}
+        check_netem(self._caps, events)
 
     def _set(self, egress: Egress, loss: float, delay_ms: float) -> Ticket:
         old = self._state.get(egress.direction, (0.0, 0.0))
