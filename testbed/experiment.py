@@ -371,6 +371,8 @@ def _summary(info: schema.RunInfo, run_dir: Path) -> dict:
     s = dict(tables.summary(run_dir))
     steps = schema.read_table(run_dir, "steps")
     s["steps"] = int(steps["step"].max() + 1) if not steps.empty else 0
+    if info.workload in ("iperf3", "ping"):
+        s.update(_probe_summary(run_dir, info.t0_s or 0.0))
     s.update(
         status=info.status,
         run_dir=str(run_dir),
@@ -379,3 +381,37 @@ def _summary(info: schema.RunInfo, run_dir: Path) -> dict:
         starved=info.starved,
     )
     return s
+
+
+def _probe_summary(run_dir: Path, t0: float) -> dict:
+    """Per-bin throughput / loss / RTT beside burst membership, and their means in vs out."""
+    from analysis.windows import in_burst
+
+    probes = schema.read_table(run_dir, "probes")
+    if probes.empty:
+        return {"bins": []}
+    probes = probes.assign(in_burst=in_burst(probes, schema.read_table(run_dir, "bursts")))
+
+    def mean(col: str, inside: bool) -> float | None:
+        v = probes.loc[probes["in_burst"] == inside, col].mean()
+        return None if v != v else round(float(v), 3)
+
+    bins = [
+        {
+            "t_s": round(r.t_start_s - t0, 3),
+            "mbps": round(r.mbps, 2),
+            "loss": round(r.loss, 4),
+            "rtt_ms": None if r.rtt_ms != r.rtt_ms else round(r.rtt_ms, 3),
+            "in_burst": bool(r.in_burst),
+        }
+        for r in probes.itertuples()
+    ]
+    return {
+        "bins": bins,
+        "mbps_in_burst": mean("mbps", True),
+        "mbps_no_burst": mean("mbps", False),
+        "loss_in_burst": mean("loss", True),
+        "loss_no_burst": mean("loss", False),
+        "rtt_ms_in_burst": mean("rtt_ms", True),
+        "rtt_ms_no_burst": mean("rtt_ms", False),
+    }
