@@ -17,6 +17,27 @@ from analysis.schema import SchemaError
 console = Console()
 
 
+def expand_run_dirs(paths: list[Path]) -> list[Path]:
+    """Run folders as given; a folder of run folders (a sweep) stands for the runs in it,
+    leaving out symlinks (`last`) and retried attempts kept aside (`*.prevN`)."""
+    out = []
+    for p in paths:
+        p = p.resolve()
+        if (p / "run.json").exists() or not p.is_dir():
+            out.append(p)
+            continue
+        inner = sorted(
+            d
+            for d in p.iterdir()
+            if d.is_dir()
+            and not d.is_symlink()
+            and ".prev" not in d.name
+            and (d / "run.json").exists()
+        )
+        out.extend(inner or [p])
+    return out
+
+
 def default_out(run_dirs: list[Path]) -> Path:
     """One run: its own folder. Several: results/report-<UTC time>."""
     if len(run_dirs) == 1:
@@ -47,7 +68,8 @@ def rich_table(title: str, df: pd.DataFrame) -> Table:
 
 def report(
     run_dirs: list[Path] = typer.Argument(
-        ..., help="Run folders (e.g. results/last), each with run.json and its tables."
+        ...,
+        help="Run folders (e.g. results/last), or a sweep folder holding run folders.",
     ),
     out: Path | None = typer.Option(
         None, "--out", help="Output folder (default: the run folder, or results/report-<time>)."
@@ -59,11 +81,13 @@ def report(
     ),
 ) -> None:
     """Tables (markdown + CSV) and figures (PNG) for one run or many."""
-    dirs = [d.resolve() for d in run_dirs]
+    dirs = expand_run_dirs(run_dirs)
     missing = [str(d) for d in dirs if not (d / "run.json").exists()]
     if missing:
         console.print(f"[red]not a run folder (no run.json): {', '.join(missing)}[/red]")
         raise typer.Exit(2)
+    if out is None and len(run_dirs) == 1 and len(dirs) > 1:
+        out = run_dirs[0] / "report"  # a sweep folder: its report lives inside it
     out_dir = out if out is not None else default_out(dirs)
     try:
         rep = write_report(dirs, out_dir, target_acc)

@@ -60,3 +60,15 @@ def test_run_json_off_schema_names_the_field(tmp_path):
     assert res.exit_code == 2
     said = " ".join(res.output.split())  # rich wraps long lines
     assert "run.json does not match RunInfo" in said and "first: status" in said
+
+
+def test_sweep_folder_reports_its_runs_inside_it(tmp_path):
+    sw = tmp_path / "sweep"
+    write_run(sw, "o0", transport="optireduce")
+    write_run(sw, "d0", transport="dblp", burst_ms=50.0)
+    write_run(sw, "d0.prev1", transport="dblp", status="failed")  # a retried attempt
+    (sw / "last").symlink_to("d0")
+    res = runner.invoke(app, ["report", str(sw)])
+    assert res.exit_code == 0, res.output
+    text = (sw / "report" / "report.md").read_text()
+    assert "# Report: 2 run(s)" in text and "FAILED" not in text
