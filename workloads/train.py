@@ -58,6 +58,7 @@ class Identity:
     master_addr: str
     master_port: int
     addr: str  # this rank's UDP bind address
+    from_env: bool  # launched by torchrun: rendezvous through its store (env://)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -124,7 +125,9 @@ def resolve_identity(args: argparse.Namespace) -> Identity:
     port = args.master_port or int(env.get("MASTER_PORT", "29500"))
     if not 0 <= rank < world:
         raise SystemExit(f"rank {rank} outside world {world}")
-    return Identity(rank, world, master, port, args.addr or _route_source(master, port))
+    addr = args.addr or _route_source(master, port)
+    from_env = args.rank is None and "RANK" in env and "MASTER_ADDR" in env
+    return Identity(rank, world, master, port, addr, from_env=from_env)
 
 
 def ifname_of(addr: str) -> str | None:
@@ -147,9 +150,11 @@ def init_group(ident: Identity) -> None:
         name = ifname_of(ident.addr)
         if name is not None:
             os.environ["GLOO_SOCKET_IFNAME"] = name
+    # under torchrun its agent already serves the store on MASTER_PORT; env:// reuses it
+    init = "env://" if ident.from_env else f"tcp://{ident.master_addr}:{ident.master_port}"
     dist.init_process_group(
         "gloo",
-        init_method=f"tcp://{ident.master_addr}:{ident.master_port}",
+        init_method=init,
         rank=ident.rank,
         world_size=ident.world,
         timeout=timedelta(seconds=GLOO_TIMEOUT_S),
