@@ -225,6 +225,9 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
     with live_network(p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms) as net:
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
         _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
+        info.capabilities["network_notes"] = list(getattr(net, "notes", []))
+        if spec.workload in ("train", "allreduce") and spec.transport != "tcp":
+            info.flow_paths = _flow_paths(net, p.worker_hosts)
         events = schedule.generate(
             p.preset, p.topo, list(p.worker_hosts), expected_duration_s(spec) * 3, spec.seed
         )
@@ -262,6 +265,15 @@ def _check_connectivity(net, hosts: tuple[str, ...]) -> None:
                 except Exception as e:  # noqa: BLE001 - KernelError or timeout; retry then fail
                     if attempt == 2:
                         raise RunFailed(f"connectivity check: {src} cannot reach {dst}: {e}") from e
+
+
+def _flow_paths(net, hosts: tuple[str, ...]) -> list[dict]:
+    """The UDP transport's flows (ports fixed by rank) and the path ECMP gives each."""
+    from testbed import flowpaths
+    from workloads.transport.config import TransportConfig
+
+    cfg = TransportConfig()
+    return flowpaths.trace(net, flowpaths.udp_flows(hosts, cfg.base_port, cfg.ports_per_peer))
 
 
 def _tcp_counters(net, host: str) -> dict[str, int]:
