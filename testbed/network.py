@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import shlex
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from mininet.node import Host
 
 from testbed import netplan
 from testbed.kernel import KernelError, run, run_batch
+from testbed.nsenter import in_netns, offloads_off, write_sysctls
 from testbed.statedir import StateDir, pids_in_netns
 from topologies import Topology
 
@@ -149,10 +149,7 @@ def live_network(
 
 def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None) -> None:
     topo = net.topo
-    for node in topo.nodes:
-        host = net.mininet.addHost(node.name, ip=None, inNamespace=True)
-        net.state.add_node(node.name, host.pid)
-        signals.checkpoint()
+    _start_nodes(net, signals)
     pids = {n.name: net.node(n.name).pid for n in topo.nodes}
     run_batch(netplan.veth_commands(topo, pids), "ip", timeout=STEP_TIMEOUT_S)
     signals.checkpoint()
@@ -173,7 +170,9 @@ def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None)
     for name, plan in plans.items():
         net.sysctls[name] = dict(plan.sysctls)
     with ThreadPoolExecutor(CONFIG_WORKERS) as pool:
-        futures = [pool.submit(_configure, net.prefix(n), p) for n, p in plans.items()]
+        futures = [
+            pool.submit(_configure, net.node(n).pid, net.prefix(n), p) for n, p in plans.items()
+        ]
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
@@ -194,15 +193,53 @@ class _KnownIntf(Intf):
         return self.ip
 
 
+def _start_nodes(net: LiveNetwork, signals: _Signals) -> None:
+    """One Mininet Host (a shell in fresh namespaces) per node, started by a few threads.
+
+    Each node is recorded in the state dir as soon as its shell exists; an interrupt lets the
+    shells already starting finish (and be recorded) before it is raised.
+    """
+    names = [n.name for n in net.topo.nodes]
+    made: dict[str, Host] = {}
+    with ThreadPoolExecutor(CONFIG_WORKERS) as pool:
+        futures = {pool.submit(Host, name, inNamespace=True, ip=None): name for name in names}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.1)
+            for f in done:
+                if f.exception() is None:
+                    host = f.result()
+                    made[futures[f]] = host
+                    net.state.add_node(host.name, host.pid)
+            failed = [f for f in done if f.exception() is not None]
+            if signals.pending is not None or failed:
+                for f in pending:
+                    f.cancel()
+                pending = {f for f in pending if not f.cancelled()}
+                if pending:
+                    continue
+                _register(net, names, made)
+                signals.checkpoint()
+                raise failed[0].exception()
+    _register(net, names, made)
+
+
+def _register(net: LiveNetwork, names: list[str], made: dict[str, Host]) -> None:
+    """Hand the started hosts to the Mininet object (its CLI and `net.node()` use these)."""
+    for name in names:
+        if name in made:
+            net.mininet.hosts.append(made[name])
+            net.mininet.nameToNode[name] = made[name]
+
+
 def _already_there(_intf: str, _node: Host) -> None:
     """Interfaces are born in their namespace (see netplan.veth_commands): nothing to move."""
 
 
-def _configure(prefix: list[str], plan: netplan.NodePlan) -> None:
-    script = ["set -e", "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in plan.sysctls)]
-    offs = " ".join(f"{o} off" for o in netplan.OFFLOADS)
-    script += [f"ethtool -K {shlex.quote(i)} {offs}" for i in plan.intfs]
-    run([*prefix, "sh", "-c", "\n".join(script)], timeout=STEP_TIMEOUT_S)
+def _configure(pid: int, prefix: list[str], plan: netplan.NodePlan) -> None:
+    with in_netns(pid):
+        write_sysctls(plan.sysctls)
+        offloads_off(plan.intfs, netplan.OFFLOADS)
     run_batch(plan.ip, "ip", prefix=prefix, timeout=STEP_TIMEOUT_S)
     run_batch(plan.tc, "tc", prefix=prefix, timeout=STEP_TIMEOUT_S)
 
