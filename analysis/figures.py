@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from analysis.load import Runs, origins  # noqa: E402
-from analysis.tables import PAPER_BASELINE, PUBLISHED, round_level  # noqa: E402
+from analysis.tables import PUBLISHED, paper_comparisons, round_level  # noqa: E402
 from analysis.windows import applied_windows  # noqa: E402
 
 DPI = 110
@@ -122,8 +122,8 @@ def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
 
 
 def headline_bars(comparisons: pd.DataFrame, path: Path) -> Path:
-    """The paper's ratios vs optireduce with 95% CIs, the published figures dashed."""
-    c = comparisons[comparisons["baseline_transport"] == PAPER_BASELINE].copy()
+    """The paper's ratios vs optireduce with 95% CIs per bursty preset, published dashed."""
+    c = paper_comparisons(comparisons).copy()
     c["series"] = c["label"] + " vs " + c["baseline"]
     if c["workload"].nunique() > 1:
         c["series"] = c["workload"] + ": " + c["series"]
@@ -181,6 +181,6 @@ def make_figures(runs: Runs, tables: dict[str, pd.DataFrame], out_dir: Path) -> 
     if not runs.evals.empty:
         made["accuracy_vs_time"] = accuracy_vs_time(runs, out_dir / "accuracy_vs_time.png")
     comp = tables.get("comparisons")
-    if comp is not None and (comp["baseline_transport"] == PAPER_BASELINE).any():
+    if comp is not None and not paper_comparisons(comp).empty:
         made["headline_ratios"] = headline_bars(comp, out_dir / "headline_ratios.png")
     return made

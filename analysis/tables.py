@@ -234,6 +234,7 @@ def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) 
                         "workload": workload,
                         "preset": preset,
                         "label": label,
+                        "transport": a["transport"].iloc[0],
                         "baseline": base,
                         "baseline_transport": b["transport"].iloc[0],
                         **_est("burst_speedup", speed),
@@ -252,6 +253,7 @@ _COMPARISON_COLUMNS = [
     "workload",
     "preset",
     "label",
+    "transport",
     "baseline",
     "baseline_transport",
     "burst_speedup",
@@ -336,6 +338,16 @@ def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
     return v.sort_values(GROUP + ["repeat"], ignore_index=True)
 
 
+def paper_comparisons(comp: pd.DataFrame) -> pd.DataFrame:
+    """The comparison rows the paper's ratios use: vs an optireduce label, of a transport
+    that is not optireduce itself, under a preset that impairs the network."""
+    return comp[
+        (comp["baseline_transport"] == PAPER_BASELINE)
+        & (comp["transport"] != PAPER_BASELINE)
+        & ~comp["preset"].isin(NON_BURST_PRESETS)
+    ]
+
+
 def paper_table(comp: pd.DataFrame) -> pd.DataFrame:
     """The paper's ratios vs optireduce labels only, beside the published figures.
 
@@ -344,9 +356,7 @@ def paper_table(comp: pd.DataFrame) -> pd.DataFrame:
     presets of the per-preset mean reduction; max = its maximum; burst-round speedup max =
     max over them of the per-preset mean speedup (with that preset's CI).
     """
-    c = comp[
-        (comp["baseline_transport"] == PAPER_BASELINE) & ~comp["preset"].isin(NON_BURST_PRESETS)
-    ]
+    c = paper_comparisons(comp)
     rows = []
     for (workload, label, base), g in c.groupby(["workload", "label", "baseline"]):
         red = g["e2e_reduction"].dropna()

@@ -113,6 +113,20 @@ def test_paper_ratios_leave_out_presets_without_bursts(tmp_path):
     assert d.e2e_reduction_max == pytest.approx(red["heavy", "dblp", "optireduce"])
 
 
+def test_paper_rows_are_not_optireduce_variants_vs_each_other(tmp_path):
+    dirs = [
+        write_run(tmp_path, "oa", transport="optireduce"),
+        write_run(tmp_path, "of", transport="optireduce", spec={"optireduce_mode": "fixed"}),
+        write_run(tmp_path, "d", transport="dblp", burst_ms=60.0),
+    ]
+    t = tables.build_tables(load_runs(dirs))
+    assert set(zip(t["paper"].label, t["paper"].baseline, strict=True)) == {
+        ("dblp", "optireduce"),
+        ("dblp", "optireduce-fixed"),
+    }
+    assert "optireduce-fixed" in set(t["comparisons"].label)  # still compared elsewhere
+
+
 def test_no_optireduce_means_no_paper_ratios(tmp_path):
     dirs = [
         write_run(tmp_path, "tcp-0", transport="tcp"),
