@@ -75,7 +75,8 @@ class Engine(threading.Thread):
         self.stop_flag = False
         self.error: BaseException | None = None
         self.rng = random.Random(config.seed * 100_003 + rank)
-        self.inject = False
+        # The test loss applies at all times except during rounds that opted out (calibration).
+        self.inject = config.drop > 0
         self.sbuf = np.zeros(config.mtu, dtype=np.uint8)
         self.sview = memoryview(self.sbuf)
         self.sock_rr = 0
@@ -284,7 +285,7 @@ class Engine(threading.Thread):
         while len(self.history) > HISTORY:
             self.history.popitem(last=False)
         self.active = self.active_req = None
-        self.inject = False
+        self.inject = self.cfg.drop > 0
         assert req is not None
         req.result = (out, stats)
         req.done.set()
@@ -292,16 +293,18 @@ class Engine(threading.Thread):
     # ---- receive -------------------------------------------------------------------------------
 
     def _drain(self, i: int) -> None:
+        recv, handle, clock = self.ep.recv, self._on_datagram, time.monotonic
+        inject, drop, rand = self.inject, self.cfg.drop, self.rng.random
         for _ in range(RECV_BATCH):
-            n = self.ep.recv(i)
+            n = recv(i)
             if n == 0:
                 return
             if n < 0:
                 continue
-            if self.inject and self.rng.random() < self.cfg.drop:
+            if inject and rand() < drop:
                 self.reasons["injected"] += 1
                 continue
-            self._on_datagram(n, time.monotonic())
+            handle(n, clock())
 
     def _on_datagram(self, n: int, now: float) -> None:
         cfg = self.cfg
@@ -367,21 +370,28 @@ class Engine(threading.Thread):
 
     # ---- send ----------------------------------------------------------------------------------
 
+    def _want(self, p: int) -> int | None:
+        """Wire bytes of the next packet queued for peer p (dropping finished jobs), or None."""
+        dq = self.queues[p]
+        while dq and (dq[0].cancelled or dq[0].pos >= len(dq[0].indices)):
+            dq.popleft()
+        if not dq:
+            return None
+        job = dq[0]
+        cnt = min(self.per_pkt, job.src.size // 4 - job.indices[job.pos] * self.per_pkt)
+        return wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
+
     def _wants(self) -> dict[int, int]:
         wants = {}
-        per = self.per_pkt
-        for p, dq in self.queues.items():
-            while dq and (dq[0].cancelled or dq[0].pos >= len(dq[0].indices)):
-                dq.popleft()
-            if dq:
-                job = dq[0]
-                cnt = min(per, job.src.size // 4 - job.indices[job.pos] * per)
-                wants[p] = wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
+        for p in self.peers:
+            w = self._want(p)
+            if w is not None:
+                wants[p] = w
         return wants
 
     def _send(self, now: float) -> None:
+        wants = self._wants()
         for _ in range(SEND_BATCH):
-            wants = self._wants()
             if not wants:
                 return
             p = self.pacer.next_peer(now, wants)
@@ -392,6 +402,11 @@ class Engine(threading.Thread):
             job.pos += 1
             self._send_data(job, i)
             self.pacer.consume(p, wants[p])
+            w = self._want(p)
+            if w is None:
+                del wants[p]
+            else:
+                wants[p] = w
             now = time.monotonic()
 
     def _send_data(self, job: SendJob, i: int) -> None:

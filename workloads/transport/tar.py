@@ -79,13 +79,32 @@ class TransposeAllReduce:
         config: TransportConfig | None = None,
         group=None,
     ) -> TransposeAllReduce:
-        """Learn every rank's UDP address through the (Gloo) process group."""
+        """Learn every rank's UDP address through the (Gloo) process group.
+
+        Also checks that every rank was given the same policy and config (a mismatch would
+        show up only as rejected datagrams), and returns after every rank has bound its
+        sockets, so no first packet meets a closed port.
+        """
         import torch.distributed as dist
 
+        config = config or TransportConfig()
         rank, world = dist.get_rank(group), dist.get_world_size(group)
-        addrs: list[str | None] = [None] * world
-        dist.all_gather_object(addrs, addr, group=group)
-        return cls(rank, world, [str(a) for a in addrs], policy, config)
+        mine = (addr, policy, config)
+        every: list[tuple[str, str, TransportConfig] | None] = [None] * world
+        dist.all_gather_object(every, mine, group=group)
+        for r, other in enumerate(every):
+            assert other is not None
+            if other[1:] != mine[1:]:
+                raise ValueError(
+                    f"rank {rank} has {policy} {config} but rank {r} has {other[1]} {other[2]}"
+                )
+        tar = cls(rank, world, [o[0] for o in every if o is not None], policy, config)
+        try:
+            dist.barrier(group=group)
+        except BaseException:
+            tar.close()
+            raise
+        return tar
 
     @property
     def rcvbuf_bytes(self) -> int:
