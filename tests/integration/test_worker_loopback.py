@@ -129,3 +129,14 @@ def test_allreduce_workload(tmp_path, transport):
         assert (tot[~tot["is_warmup"]]["epsilon"] == 0.05).all()
     assert [e["event"] for e in events][0] == "t0" and events[-1]["event"] == "done"
     assert sum(e["event"] == "step" for e in events) == 6
+
+
+def test_resync_restores_identical_replicas_under_loss(tmp_path):
+    extra = ["--steps", "10", "--batch-size", "16", "--resync-every", "5", "--drop", "0.2",
+             "--phase", "off", "--epsilon", "0.3"]  # fmt: skip
+    _run("dblp", tmp_path, extra, world=2)
+    rounds = _table(tmp_path, "rounds", range(2))
+    lossy = rounds[(rounds["stage"] == "total") & ~rounds["is_warmup"]]
+    assert (lossy["delivered_loss"] > 0).all()  # replicas really diverged between resyncs
+    evals = _table(tmp_path, "evals", range(1))
+    assert evals["step"].iloc[-1] == 10 and evals["replica_drift"].iloc[-1] == 0
