@@ -66,22 +66,22 @@ def iperf3(
             "-t", f"{seconds:g}", "-P", str(parallel)]  # fmt: skip
     if cport is not None:
         argv += ["--cport", str(cport)]
-    out = ""
+    result: dict = {}
     for _ in range(50):  # the server needs a moment to listen; bounded retries
-        try:
-            out = net.exec(src, argv, timeout=seconds + 15)
+        result = json.loads(net.exec(src, argv, timeout=seconds + 15))
+        # iperf3 3.12 exits 0 with -J even when it fails: the JSON's "error" says why
+        error = result.get("error")
+        if error is None:
             break
-        except KernelError as e:
-            if "refused" not in e.stderr:
-                raise
-            time.sleep(0.05)
+        if "refused" not in error:
+            raise KernelError(argv, 1, f"iperf3 on {src}: {error}")
+        time.sleep(0.05)
     else:
-        raise KernelError(argv, 1, "iperf3 server never accepted a connection")
+        raise KernelError(argv, 1, f"iperf3 server on {dst} never accepted a connection")
     try:
         server.wait(timeout=5)
     except subprocess.TimeoutExpired:
         server.kill()
-    result = json.loads(out)
     return result["end"]["sum_received"]["bits_per_second"] / 1e6
 
 

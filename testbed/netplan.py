@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from testbed.shaping import shape_commands
+from testbed.shaping import leaf_command, shape_commands
 from topologies import Topology, routes
 
 OFFLOADS = ("tso", "gso", "gro")  # off, so that queue limits count real (MTU-sized) packets
@@ -75,8 +75,19 @@ def node_plans(
     tcp_rto_min_ms: float | None = None,
     have_hash_seed: bool = True,
     have_rto_sysctl: bool = True,
+    have_netem: bool = False,
 ) -> dict[str, NodePlan]:
-    """Every node's sysctls, addresses, neighbours, routes and shaping."""
+    """Every node's sysctls, addresses, neighbours, routes and shaping.
+
+    A link with delay gets a netem leaf (same queue limit) instead of pfifo; without sch_netem
+    that is an error naming the link, never a silently undelayed link.
+    """
+    delayed = [lk for lk in topo.links if lk.delay_ms > 0]
+    if delayed and not have_netem:
+        raise ValueError(
+            f"link {delayed[0].name} has delay_ms={delayed[0].delay_ms:g}, which needs the "
+            "kernel module sch_netem (absent here; see `testbed doctor`): set delay_ms = 0"
+        )
     macs: dict[tuple[str, str], str] = {}
     for p in veth_pairs(topo):
         macs[(p.a, p.b)] = p.a_mac
@@ -126,7 +137,10 @@ def node_plans(
         tc: list[tuple[str, ...]] = []
         for peer, intf in zip(peers, intfs, strict=True):
             lk = topo.link(name, peer)
-            tc += [tuple(c) for c in shape_commands(intf, lk.mbps, lk.queue)]
+            cmds = shape_commands(intf, lk.mbps, lk.queue)
+            if lk.delay_ms > 0:
+                cmds[-1] = leaf_command(intf, lk.queue, delay_ms=lk.delay_ms)
+            tc += [tuple(c) for c in cmds]
         plans[name] = NodePlan(name, tuple(sysctls), tuple(ip), tuple(tc), intfs)
     return plans
 

@@ -29,6 +29,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 
 from testbed import netplan
+from testbed.capabilities import probe
 from testbed.kernel import KernelError, run, run_batch
 from testbed.nsenter import in_netns, offloads_off, write_sysctls
 from testbed.statedir import StateDir, pids_in_netns
@@ -166,7 +167,8 @@ def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None)
         net.notes.append("kernel lacks net.ipv4.fib_multipath_hash_seed: ECMP paths not seeded")
     if tcp_rto_min_ms and not have_rto:
         net.notes.append("kernel lacks net.ipv4.tcp_rto_min_us: rto_min set on host routes")
-    plans = netplan.node_plans(topo, net.seed, tcp_rto_min_ms, have_seed, have_rto)
+    netem = any(lk.delay_ms > 0 for lk in topo.links) and probe().netem
+    plans = netplan.node_plans(topo, net.seed, tcp_rto_min_ms, have_seed, have_rto, netem)
     for name, plan in plans.items():
         net.sysctls[name] = dict(plan.sysctls)
     with ThreadPoolExecutor(CONFIG_WORKERS) as pool:

@@ -1,5 +1,9 @@
 """The per-namespace plan of a live network, checked without root."""
 
+import dataclasses
+
+import pytest
+
 from testbed.netplan import hash_seed, mac, node_plans, veth_commands
 from topologies import fattree
 
@@ -42,3 +46,14 @@ def test_hash_seed_is_deterministic_and_never_zero():
     assert hash_seed(1) == hash_seed(1) != hash_seed(2)
     assert all(hash_seed(s) != 0 for s in range(1000))
     assert mac(0x010203, 1) == "02:db:01:02:03:01"
+
+
+def test_delay_needs_netem_and_becomes_a_netem_leaf():
+    t = fattree(2)
+    slow = dataclasses.replace(
+        t, links=(dataclasses.replace(t.links[0], delay_ms=2.0), *t.links[1:])
+    )
+    with pytest.raises(ValueError, match="sch_netem"):
+        node_plans(slow)
+    leaf = node_plans(slow, have_netem=True)["h1"].tc[-1]
+    assert leaf[-5:] == ("netem", "limit", "50", "delay", "2ms")
