@@ -151,6 +151,10 @@ class TransposeAllReduce:
     ) -> tuple[np.ndarray, RoundStats]:
         """SUM over ranks of `data` (1-D float32), and this rank's record of the round.
 
+        Elements whose data was lost hold what the policy puts there, in SUM units so that
+        SUM / N is the intended mean: optireduce keeps this rank's own value x (mean x / N, as
+        OptiReduce), dblp puts N x (mean x); see completion.py.
+
         epsilon overrides the configured loss budget for a dblp round; reliable=True runs this
         round exactly whatever the policy (DDP's iteration 0). inject_drop=False exempts the
         round from the configured test loss (calibration rounds are burst-free).
