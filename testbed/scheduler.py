@@ -103,9 +103,9 @@ class BurstScheduler:
             self._prepared.append(mech)  # before prepare: a half-done prepare is closed too
             mech.prepare(egs, evs)
             if mech.still_when_idle:
-                for eg in egs:
+                for d, n in mech.drops_many(egs).items():
                     for k in kinds:
-                        self._last_count[(eg.direction, k)] = mech.drops(eg)
+                        self._last_count[(d, k)] = n
         for sh in self._shells.values():  # every shell is alive and in its namespace
             sh.run(["true"])
 
@@ -152,6 +152,8 @@ class BurstScheduler:
             else:
                 tickets.append(mech.apply(eg, c.value, c.event))
                 self._active[(c.direction, c.kind)] = c
+        for mech in dict.fromkeys(self._mechs[c.kind] for c in group):
+            mech.flush()
         for c, ticket in zip(group, tickets, strict=True):
             applied = ticket.wait()
             self.lags_ms.append((applied - planned) * 1000)
@@ -159,12 +161,23 @@ class BurstScheduler:
                 self._applied_end[(eid, c.direction)] = applied
             for eid in c.starts:
                 self._applied_start[(eid, c.direction)] = applied
-        for c in group:
-            if not (c.starts or c.ends):
-                continue
+        self._count(group, was_active)
+
+    def _count(self, group: list[Change], was_active: set[tuple[str, str]]) -> None:
+        """Read the drop counters of the link directions where an event starts or ends."""
+        bounds = [c for c in group if c.starts or c.ends]
+        by_mech: dict[int, tuple[Impairment, list[Egress]]] = {}
+        for c in bounds:
+            mech = self._mechs[c.kind]
+            by_mech.setdefault(id(mech), (mech, []))[1].append(self._egress[c.direction])
+        counts = {}
+        for mech, egs in by_mech.values():
+            for d, n in mech.drops_many(list(dict.fromkeys(egs))).items():
+                counts[(id(mech), d)] = n
+        for c in bounds:
             mech, slot = self._mechs[c.kind], (c.direction, c.kind)
             before = self._last_count.get(slot)
-            count = mech.drops(self._egress[c.direction])
+            count = counts[(id(mech), c.direction)]
             self._last_count[slot] = count
             for eid in c.ends:
                 key = (eid, c.direction)

@@ -22,6 +22,7 @@ from testbed.kernel import KernelError
 __all__ = ["Ack", "ShellApplier"]
 
 _MARK = "@@dblp-ack"
+_EOF = "@@DBLP_EOF"
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,20 @@ class ShellApplier:
         self._reader = threading.Thread(target=self._read, name=f"applier {what}", daemon=True)
         self._reader.start()
 
-    def submit(self, argv: Sequence[str]) -> int:
-        """Queue one command; returns its sequence number for `wait`."""
+    def submit(self, argv: Sequence[str], stdin_text: str | None = None) -> int:
+        """Queue one command (optionally fed `stdin_text`); returns its number for `wait`."""
         cmd = shlex.join(argv)
+        ack = f"printf '\\n{_MARK} %d %d\\n' {{seq}} $?"
         with self._lock:
             self._seq += 1
             seq = self._seq
             with self._cond:
-                self._cmds[seq] = cmd
-            line = f"{cmd} 2>&1 </dev/null; printf '\\n{_MARK} {seq} %d\\n' $?\n"
+                self._cmds[seq] = cmd if stdin_text is None else f"{cmd} <<< {stdin_text!r}"
+            if stdin_text is None:
+                line = f"{cmd} 2>&1 </dev/null; {ack.format(seq=seq)}\n"
+            else:
+                body = stdin_text.rstrip("\n")
+                line = f"{cmd} 2>&1 <<'{_EOF}'\n{body}\n{_EOF}\n{ack.format(seq=seq)}\n"
             try:
                 self.proc.stdin.write(line.encode())
             except (BrokenPipeError, OSError) as e:
@@ -85,9 +91,9 @@ class ShellApplier:
             raise KernelError(f"{self.what}: {ack.cmd}", ack.returncode, ack.output)
         return ack
 
-    def run(self, argv: Sequence[str], timeout: float = 5.0) -> str:
+    def run(self, argv: Sequence[str], timeout: float = 5.0, stdin_text: str | None = None) -> str:
         """Submit, wait, return the command's output."""
-        return self.wait(self.submit(argv), timeout).output
+        return self.wait(self.submit(argv, stdin_text), timeout).output
 
     def _read(self) -> None:
         fd = self.proc.stdout.fileno()

@@ -2,10 +2,10 @@
 
 A mechanism installs its hooks at zero effect in `prepare` (before the run), then changes them
 in place: `apply(egress, value, event)` sets the composed set-point, `revert(egress, kind)`
-restores the base of that kind. Both return a Ticket at once (the command is already on its way
-to the namespace's shell);
-`Ticket.wait()` gives the CLOCK_MONOTONIC time it took effect. `drops(egress)` reads the
-cumulative drop counter the mechanism's effect shows up in; `close` removes everything.
+restores the base of that kind. Both return a Ticket; `flush()` sends what they queued (one
+process per namespace for the mechanisms that batch), and `Ticket.wait()` gives the
+CLOCK_MONOTONIC time the change took effect. `drops(egress)` reads the cumulative drop counter
+the mechanism's effect shows up in; `close` removes everything.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from testbed.impairments.applier import ShellApplier
 from testbed.schedule import Event
 
-__all__ = ["Egress", "Impairment", "Ticket", "egress_of"]
+__all__ = ["Batch", "Egress", "Impairment", "Ticket", "egress_of", "shell_ticket"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,48 @@ def shell_ticket(shell: ShellApplier, argvs: Sequence[Sequence[str]]) -> Ticket:
     return Ticket([lambda s=s: shell.wait(s).t_s for s in seqs])
 
 
+class _Pending:
+    """One namespace's batch: submitted at flush, acknowledged once, waited on by many."""
+
+    def __init__(self) -> None:
+        self.shell: ShellApplier | None = None
+        self.seq: int | None = None
+        self.t_s: float | None = None
+
+    def wait(self) -> float:
+        if self.t_s is None:
+            if self.shell is None or self.seq is None:
+                raise RuntimeError("a batched change was waited on before flush()")
+            self.t_s = self.shell.wait(self.seq).t_s
+        return self.t_s
+
+
+class Batch:
+    """Changes of one instant grouped per namespace into one process (one table commit).
+
+    `argv` reads the lines on stdin (`iptables-legacy-restore --noflush`, `nft -f -`,
+    `tc -batch -`); `head`/`tail` wrap them (e.g. `*filter` ... `COMMIT`).
+    """
+
+    def __init__(
+        self, shells: Callable[[str], ShellApplier], argv: list[str], head: str = "", tail: str = ""
+    ) -> None:
+        self.shells, self.argv, self.head, self.tail = shells, argv, head, tail
+        self._lines: dict[str, list[str]] = {}
+        self._pending: dict[str, _Pending] = {}
+
+    def add(self, node: str, line: str) -> Ticket:
+        self._lines.setdefault(node, []).append(line)
+        return Ticket([self._pending.setdefault(node, _Pending()).wait])
+
+    def flush(self) -> None:
+        for node, lines in self._lines.items():
+            sh, pending = self.shells(node), self._pending[node]
+            pending.shell = sh
+            pending.seq = sh.submit(self.argv, stdin_text=self.head + "\n".join(lines) + self.tail)
+        self._lines, self._pending = {}, {}
+
+
 class Impairment(ABC):
     """One mechanism for one event kind (netem serves two: loss and delay)."""
 
@@ -80,6 +122,13 @@ class Impairment(ABC):
 
     @abstractmethod
     def drops(self, egress: Egress) -> int: ...
+
+    def flush(self) -> None:  # noqa: B027 - optional hook: most mechanisms send at once
+        """Send what apply/revert queued (mechanisms that batch per namespace override this)."""
+
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+        """Counters of many egresses, by direction (overridden to read a namespace at once)."""
+        return {e.direction: self.drops(e) for e in egresses}
 
     @abstractmethod
     def close(self) -> None: ...

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from testbed.impairments.applier import ShellApplier
 from testbed.impairments.base import Egress, Impairment, Ticket
-from testbed.impairments.tc_stats import leaf_drops
+from testbed.impairments.tc_stats import read_leaf_drops
 from testbed.kernel import KernelError
 from testbed.schedule import Event
 
@@ -104,8 +104,10 @@ class IncastSenders(Impairment):
         return self._send([(s, f"stop {self._ip(d)}") for s, d in pairs])
 
     def drops(self, egress: Egress) -> int:
-        out = self.shell(egress.node).run(["tc", "-s", "qdisc", "show", "dev", egress.intf])
-        return leaf_drops(out)
+        return self.drops_many([egress])[egress.direction]
+
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+        return read_leaf_drops(self.shell, egresses)
 
     def close(self) -> None:
         for direction in list(self._active):

@@ -4,19 +4,21 @@ Per namespace: chain ``dblp_loss`` jumped to from FORWARD (routers) or OUTPUT (h
 the exemptions then one rule per egress interface; each rule jumps to its own ``dblp_dN`` chain
 whose single DROP rule counts the drops (replacing a rule with `-R` resets that rule's counters,
 the DROP rule behind it is never replaced). Rules are installed at probability 0 and changed in
-place with `-R` (~1.5 ms). Every packet kind is dropped, except the iperf3 probe's control
-connection (TCP port 5201 whose peer is not the probe's data port 5202) and its 4-byte UDP
-handshake (UDP with an IP length <= 40).
+place with `-R`, all of one instant's changes in a namespace in one
+`iptables-legacy-restore --noflush` (one table commit). Every packet kind is dropped, except
+the iperf3 probe's control connection (TCP port 5201 whose peer is not the probe's data port
+5202) and its 4-byte UDP handshake (UDP with an IP length <= 40).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
-from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
+from testbed.impairments.base import Batch, Egress, Impairment, Ticket
 from testbed.schedule import Event
 
-__all__ = ["IptablesLoss", "exemption_specs", "loss_spec", "nth_every"]
+__all__ = ["IptablesLoss", "drop_counts", "exemption_specs", "loss_spec", "nth_every"]
 
 IPT = ["iptables-legacy", "-w", "5"]
 CHAIN = "dblp_loss"
@@ -49,6 +51,16 @@ def loss_spec(intf: str, drop_chain: str, probability: float, mode: str) -> list
     return ["-o", intf, "-m", "statistic", *stat, "-j", drop_chain]
 
 
+def drop_counts(listing: str) -> dict[str, int]:
+    """Packets counted by each dblp_dN chain's DROP rule in `iptables -L -v -x -n` output."""
+    out: dict[str, int] = {}
+    lines = listing.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Chain dblp_d") and i + 2 < len(lines):
+            out[line.split()[1]] = int(lines[i + 2].split()[0])
+    return out
+
+
 class IptablesLoss(Impairment):
     still_when_idle = True
 
@@ -77,9 +89,12 @@ class IptablesLoss(Impairment):
             self._hooked.append((node, hook))
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
+        if not hasattr(self, "_batch"):
+            restore = ["iptables-legacy-restore", "-w", "5", "--noflush"]
+            self._batch = Batch(self.shell, restore, "*filter\n", "\nCOMMIT\n")
         num, drop = self._rule[egress.direction]
         spec = loss_spec(egress.intf, drop, probability, mode)
-        return shell_ticket(self.shell(egress.node), [[*IPT, "-R", CHAIN, str(num), *spec]])
+        return self._batch.add(egress.node, shlex.join(["-R", CHAIN, str(num), *spec]))
 
     def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
         return self._replace(egress, value, event.params.get("mode", "random"))
@@ -87,10 +102,19 @@ class IptablesLoss(Impairment):
     def revert(self, egress: Egress, kind: str) -> Ticket:
         return self._replace(egress, 0.0, "random")
 
+    def flush(self) -> None:
+        if hasattr(self, "_batch"):
+            self._batch.flush()
+
     def drops(self, egress: Egress) -> int:
-        _, drop = self._rule[egress.direction]
-        out = self.shell(egress.node).run([*IPT, "-L", drop, "-v", "-x", "-n"])
-        return int(out.splitlines()[2].split()[0])
+        return self.drops_many([egress])[egress.direction]
+
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+        """One `iptables-legacy -L` per namespace, all namespaces in parallel."""
+        nodes = list(dict.fromkeys(e.node for e in egresses))
+        seqs = {n: self.shell(n).submit([*IPT, "-L", "-v", "-x", "-n"]) for n in nodes}
+        listing = {n: drop_counts(self.shell(n).wait(seq).output) for n, seq in seqs.items()}
+        return {e.direction: listing[e.node][self._rule[e.direction][1]] for e in egresses}
 
     def close(self) -> None:
         """Unhook, flush, delete: in that order, since a referenced chain cannot be deleted."""

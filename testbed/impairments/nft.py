@@ -3,7 +3,8 @@
 Per namespace: table ``ip dblp_loss`` with a forward (routers) or output (hosts) base chain,
 the same exemptions as the iptables mechanism, and one rule per egress interface that counts
 into a named counter (named counters survive `replace rule`, rule counters do not). Each change
-is one `nft replace rule` (every nf_tables commit costs ~16 ms here; target <= 50 ms median).
+is an `nft replace rule`; one instant's changes in a namespace go in one `nft -f -` transaction
+(every nf_tables commit costs ~16 ms here; target <= 50 ms median).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
+from testbed.impairments.base import Batch, Egress, Impairment, Ticket
 from testbed.impairments.iptables import (
     HANDSHAKE_MAX_LEN,
     PROBE_CONTROL_PORT,
@@ -20,13 +21,13 @@ from testbed.impairments.iptables import (
 )
 from testbed.schedule import Event
 
-__all__ = ["NftLoss", "loss_expr"]
+__all__ = ["NftLoss", "counter_packets", "loss_expr"]
 
 TABLE = ["ip", "dblp_loss"]
 #: numgen random resolution: probabilities are rounded to 1e-6
 SCALE = 1_000_000
 _HANDLE = re.compile(r"# handle (\d+)")
-_PACKETS = re.compile(r"packets (\d+)")
+_COUNTER = re.compile(r"counter (\w+) \{\s*packets (\d+)")
 
 
 def _chain(is_host: bool) -> str:
@@ -40,6 +41,11 @@ def loss_expr(intf: str, counter: str, probability: float, mode: str) -> list[st
     else:
         gen = ["numgen", "random", "mod", str(SCALE), "<", str(round(probability * SCALE))]
     return ["oifname", f'"{intf}"', *gen, "counter", "name", f'"{counter}"', "drop"]
+
+
+def counter_packets(listing: str) -> dict[str, int]:
+    """Packets per named counter in `nft list counters` output."""
+    return {m.group(1): int(m.group(2)) for m in _COUNTER.finditer(listing)}
 
 
 class NftLoss(Impairment):
@@ -77,10 +83,12 @@ class NftLoss(Impairment):
                 self._rule[e.direction] = (chain, m.group(1), counter)
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
+        if not hasattr(self, "_batch"):
+            self._batch = Batch(self.shell, ["nft", "-f", "-"])
         chain, handle, counter = self._rule[egress.direction]
         expr = loss_expr(egress.intf, counter, probability, mode)
-        argv = ["nft", "replace", "rule", *TABLE, chain, "handle", handle, *expr]
-        return shell_ticket(self.shell(egress.node), [argv])
+        line = " ".join(["replace", "rule", *TABLE, chain, "handle", handle, *expr])
+        return self._batch.add(egress.node, line)
 
     def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
         return self._replace(egress, value, event.params.get("mode", "random"))
@@ -88,13 +96,20 @@ class NftLoss(Impairment):
     def revert(self, egress: Egress, kind: str) -> Ticket:
         return self._replace(egress, 0.0, "random")
 
+    def flush(self) -> None:
+        if hasattr(self, "_batch"):
+            self._batch.flush()
+
     def drops(self, egress: Egress) -> int:
-        _, _, counter = self._rule[egress.direction]
-        out = self.shell(egress.node).run(["nft", "list", "counter", *TABLE, counter])
-        m = _PACKETS.search(out)
-        if not m:
-            raise RuntimeError(f"unexpected nft counter listing: {out!r}")
-        return int(m.group(1))
+        return self.drops_many([egress])[egress.direction]
+
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+        """One `nft list counters` per namespace, all namespaces in parallel."""
+        nodes = list(dict.fromkeys(e.node for e in egresses))
+        argv = ["nft", "list", "counters", "table", *TABLE]
+        seqs = {n: self.shell(n).submit(argv) for n in nodes}
+        listing = {n: counter_packets(self.shell(n).wait(seq).output) for n, seq in seqs.items()}
+        return {e.direction: listing[e.node][self._rule[e.direction][2]] for e in egresses}
 
     def close(self) -> None:
         for node in self._nodes:

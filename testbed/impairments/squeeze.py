@@ -1,15 +1,17 @@
-"""Capacity squeeze: the link's HTB class rate changed in place (`tc class change`, ~1.5 ms).
+"""Capacity squeeze: the link's HTB class rate changed in place (`tc class change`, ~1.5 ms); one
+instant's changes in a namespace go through one `tc -batch -`.
 
 Queued packets stay queued; what the squeeze costs shows up as drops of the pfifo leaf.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from testbed import shaping
-from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
-from testbed.impairments.tc_stats import leaf_drops
+from testbed.impairments.base import Batch, Egress, Impairment, Ticket
+from testbed.impairments.tc_stats import read_leaf_drops
 from testbed.schedule import Event
 
 __all__ = ["HtbSqueeze"]
@@ -20,20 +22,32 @@ class HtbSqueeze(Impairment):
         self._egresses = {e.direction: e for e in egresses}
         self._squeezed: set[str] = set()
 
+    def _rate(self, egress: Egress, mbps: float) -> Ticket:
+        if not hasattr(self, "_batch"):
+            self._batch = Batch(self.shell, ["tc", "-batch", "-"])
+        cmd = shaping.rate_change_command(egress.intf, mbps)
+        return self._batch.add(egress.node, shlex.join(cmd[1:]))
+
     def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
         self._squeezed.add(egress.direction)
-        cmd = shaping.rate_change_command(egress.intf, egress.mbps * value)
-        return shell_ticket(self.shell(egress.node), [cmd])
+        return self._rate(egress, egress.mbps * value)
 
     def revert(self, egress: Egress, kind: str) -> Ticket:
         self._squeezed.discard(egress.direction)
-        cmd = shaping.rate_change_command(egress.intf, egress.mbps)
-        return shell_ticket(self.shell(egress.node), [cmd])
+        return self._rate(egress, egress.mbps)
+
+    def flush(self) -> None:
+        if hasattr(self, "_batch"):
+            self._batch.flush()
 
     def drops(self, egress: Egress) -> int:
-        out = self.shell(egress.node).run(["tc", "-s", "qdisc", "show", "dev", egress.intf])
-        return leaf_drops(out)
+        return self.drops_many([egress])[egress.direction]
+
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+        return read_leaf_drops(self.shell, egresses)
 
     def close(self) -> None:
-        for direction in list(self._squeezed):
-            self.revert(self._egresses[direction], "squeeze").wait()
+        tickets = [self.revert(self._egresses[d], "squeeze") for d in list(self._squeezed)]
+        self.flush()
+        for t in tickets:
+            t.wait()
