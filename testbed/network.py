@@ -138,7 +138,11 @@ def live_network(
         raise PermissionError("a live network needs root (network namespaces, veths, tc)")
     with _Signals() as signals:
         state = StateDir.create(tag)
-        net = LiveNetwork(topo, _Mininet(topo=None, controller=None, build=False), state, seed)
+        try:
+            net = LiveNetwork(topo, _Mininet(topo=None, controller=None, build=False), state, seed)
+        except BaseException:
+            state.remove()
+            raise
         try:
             _bring_up(net, signals, tcp_rto_min_ms)
             signals.live()
@@ -146,6 +150,7 @@ def live_network(
         finally:
             signals.deferring = True
             _tear_down(net)
+        signals.checkpoint()  # a signal that arrived during a normal teardown still counts
 
 
 def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None) -> None:
@@ -203,27 +208,30 @@ def _start_nodes(net: LiveNetwork, signals: _Signals) -> None:
     """
     names = [n.name for n in net.topo.nodes]
     made: dict[str, Host] = {}
+    errors: list[BaseException] = []
     with ThreadPoolExecutor(CONFIG_WORKERS) as pool:
         futures = {pool.submit(Host, name, inNamespace=True, ip=None): name for name in names}
         pending = set(futures)
+        stopping = False
         while pending:
             done, pending = wait(pending, timeout=0.1)
             for f in done:
-                if f.exception() is None:
-                    host = f.result()
-                    made[futures[f]] = host
-                    net.state.add_node(host.name, host.pid)
-            failed = [f for f in done if f.exception() is not None]
-            if signals.pending is not None or failed:
+                if f.cancelled():
+                    continue
+                if f.exception() is not None:
+                    errors.append(f.exception())
+                    continue
+                made[futures[f]] = f.result()
+                net.state.add_node(futures[f], made[futures[f]].pid)
+            if not stopping and (signals.pending is not None or errors):
+                stopping = True
                 for f in pending:
                     f.cancel()
                 pending = {f for f in pending if not f.cancelled()}
-                if pending:
-                    continue
-                _register(net, names, made)
-                signals.checkpoint()
-                raise failed[0].exception()
     _register(net, names, made)
+    signals.checkpoint()
+    if errors:
+        raise errors[0]
 
 
 def _register(net: LiveNetwork, names: list[str], made: dict[str, Host]) -> None:
@@ -263,7 +271,8 @@ def _tear_down(net: LiveNetwork) -> None:
             popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             popen.kill()
-            popen.wait(timeout=5.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(timeout=5.0)  # still alive: kill_namespaces reports it below
     leftovers = kill_namespaces({r.netns for r in net.state.nodes()})
     for host in list(net.mininet.hosts):
         if host.shell is not None:
@@ -286,26 +295,12 @@ def kill_namespaces(inodes: set[int], timeout: float = 5.0) -> list[int]:
     """SIGKILL every process in the given network namespaces; return any still alive after."""
     if not inodes:
         return []
-    pids = pids_in_netns(inodes)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _reap()
-        pids = pids_in_netns(inodes)
-        if not pids:
-            return []
-        time.sleep(0.02)
-    return pids
-
-
-def _reap() -> None:
-    """Collect exited children (node shells, `node.popen` processes) so none stay zombies."""
     while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+        pids = pids_in_netns(inodes)  # a zombie has no namespace: dead counts as gone
+        if not pids or time.monotonic() > deadline:
+            return pids
+        for pid in pids:  # again each round: a dying shell may just have forked
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)

@@ -95,11 +95,13 @@ def _children() -> set[int]:
     return out
 
 
-def _same_as(before, after, netns_inodes: set[int], pids: set[int]):
+def _same_as(before, after, netns_inodes: set[int] | None = None, pids: set[int] = frozenset()):
     assert after["links"] == before["links"]
     assert after["netns"] == before["netns"]
     assert after["children"] <= before["children"]
     assert after["state"] == before["state"]
+    if netns_inodes is None:
+        return
     assert netns_inodes, "no namespaces were recorded"
     assert pids_in_netns(netns_inodes) == [], "processes left in our namespaces"
     assert not [p for p in pids if _running(p)]
@@ -211,3 +213,32 @@ def test_clean_removes_a_crashed_runs_leftovers(net):
     assert str(net.state.path) in report.live_runs  # a live network is never touched
     assert net.exec("h1", ["true"]) == ""
     _same_as(before, _snapshot(), inodes, started | {sleeper})
+
+
+def test_failed_bring_up_and_failing_body_leave_nothing(net):
+    import dataclasses
+
+    before = _snapshot()
+    t = fattree(2)
+    delayed = dataclasses.replace(t, links=(dataclasses.replace(t.links[0], delay_ms=1.0),
+                                            *t.links[1:]))  # fmt: skip
+    seen: dict[str, set[int]] = {}
+
+    def remember(n):
+        seen["pids"] = {n.node(x.name).pid for x in n.topo.nodes}
+        seen["ns"] = {netns_inode(p) for p in seen["pids"]}
+
+    with pytest.raises(RuntimeError, match="boom"), live_network(t) as n3:
+        remember(n3)
+        raise RuntimeError("boom")
+    _same_as(before, _snapshot(), seen["ns"], seen["pids"])
+    if not _netem():
+        with pytest.raises(ValueError, match="sch_netem"), live_network(delayed):
+            pass
+        _same_as(before, _snapshot())  # its node shells were our children: none is left
+
+
+def _netem() -> bool:
+    from testbed.capabilities import probe
+
+    return probe().netem
