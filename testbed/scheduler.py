@@ -22,7 +22,7 @@ import time
 from itertools import groupby
 from typing import Any
 
-from testbed.impairments.applier import ShellApplier
+from testbed.impairments.applier import ShellApplier, make_realtime, realtime_prefix
 from testbed.impairments.base import Egress, Impairment, egress_of
 from testbed.schedule import Change, Event, timeline
 
@@ -54,12 +54,13 @@ class BurstScheduler:
         self._closed = False
         self.error: BaseException | None = None
         self.lags_ms: list[float] = []
+        self.realtime = False  # did the player thread get SCHED_FIFO
 
     # ---- set-up ------------------------------------------------------------------------------
 
     def shell(self, node: str) -> ShellApplier:
         if node not in self._shells:
-            prefix = ["mnexec", "-a", str(self.net.node(node).pid)]
+            prefix = ["mnexec", "-a", str(self.net.node(node).pid), *realtime_prefix()]
             sh = ShellApplier(prefix, node)
             self.net.register_process(sh.proc, f"burst applier shell in {node}")
             self._shells[node] = sh
@@ -132,6 +133,7 @@ class BurstScheduler:
                 return False
 
     def _play(self) -> None:
+        self.realtime = make_realtime()
         try:
             for t, group in groupby(self.changes, key=lambda c: c.t_s):
                 if not self._sleep_until(self.t0 + t):
