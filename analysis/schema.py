@@ -254,6 +254,7 @@ class RunInfo(BaseModel):
     oversubscribed: bool = False
     dilation: float = 1.0
     cpu_pressure: dict[str, float] = Field(default_factory=dict)
+    idle_link_mbps: float | None = None  # iperf3 rank 0 -> rank 1 before the run, no bursts
     tcp_counters: dict[str, dict[str, int]] = Field(default_factory=dict)
     # Anchors: monotonic and realtime clocks read at the same instant.
     monotonic_anchor_s: float = 0.0

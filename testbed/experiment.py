@@ -28,6 +28,7 @@ from testbed.spec import RunSpec, SpecError
 
 REPO = Path(__file__).resolve().parent.parent
 PING_TIMEOUT_S = 2
+IDLE_LINK_FRACTION = 0.8  # of the configured rate, TCP goodput over one second
 
 
 class Interrupted(Exception):
@@ -228,6 +229,8 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
         info.capabilities["network_notes"] = list(getattr(net, "notes", []))
         if spec.workload in ("train", "allreduce") and spec.transport != "tcp":
             info.flow_paths = _flow_paths(net, p.worker_hosts)
+        if len(p.worker_hosts) >= 2:
+            _check_idle_link(net, p.worker_hosts, spec.bw, info)
         events = schedule.generate(
             p.preset, p.topo, list(p.worker_hosts), expected_duration_s(spec) * 3, spec.seed
         )
@@ -274,6 +277,19 @@ def _flow_paths(net, hosts: tuple[str, ...]) -> list[dict]:
 
     cfg = TransportConfig()
     return flowpaths.trace(net, flowpaths.udp_flows(hosts, cfg.base_port, cfg.ports_per_peer))
+
+
+def _check_idle_link(net, hosts: tuple[str, ...], bw: float, info: schema.RunInfo) -> None:
+    """One second of iperf3 between two workers before any burst: a starved emulator shows
+    here as a calm link that cannot carry its configured rate."""
+    from testbed import netcheck
+
+    info.idle_link_mbps = round(netcheck.iperf3(net, hosts[0], hosts[1], seconds=1.0), 2)
+    if info.idle_link_mbps < IDLE_LINK_FRACTION * bw:
+        info.warnings.append(
+            f"link under-delivering when idle: {hosts[0]}->{hosts[1]} carried "
+            f"{info.idle_link_mbps:.1f} of {bw:g} Mbit/s"
+        )
 
 
 def _tcp_counters(net, host: str) -> dict[str, int]:
