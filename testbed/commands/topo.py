@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import time
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 
@@ -62,6 +64,18 @@ def make_topology(
         raise typer.Exit(2) from None
 
 
+@contextlib.contextmanager
+def _fatal_errors() -> Iterator[None]:
+    """Not root, a kernel refusal, a link the kernel cannot emulate: one line and exit 1."""
+    from testbed.kernel import KernelError
+
+    try:
+        yield
+    except (PermissionError, KernelError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command("show")
 def show(
     topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
@@ -116,7 +130,7 @@ def check(
     src, dst = t.hosts[0].name, t.hosts[-1].name
     configured = t.link(src, t.access_router(src)).mbps
     t0 = time.monotonic()
-    with live_network(t, seed=seed) as net:
+    with _fatal_errors(), live_network(t, seed=seed) as net:
         bringup = time.monotonic() - t0
         reach = netcheck.reachability(net)
         mbps = netcheck.iperf3(net, src, dst, seconds=seconds)
@@ -173,7 +187,7 @@ def up(
     t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
     t0 = time.monotonic()
     try:
-        with live_network(t, seed=seed) as net:
+        with _fatal_errors(), live_network(t, seed=seed) as net:
             typer.echo(f"{t.name} up in {time.monotonic() - t0:.2f} s: {len(t.hosts)} hosts, "
                        f"{len(t.routers)} routers (state: {net.state.path})")  # fmt: skip
             if cli:
