@@ -50,7 +50,7 @@ def bin_iperf3(lines: list[tuple[float, str]], run_id: str) -> list[dict[str, An
         if text.startswith("- - -"):
             break  # the end-of-test summary follows
         parsed = parse_iperf3_line(text)
-        if parsed:
+        if parsed and parsed[1] > parsed[0]:  # iperf3 can close with an empty interval
             intervals.append((t, *parsed))
     if not intervals:
         return []
