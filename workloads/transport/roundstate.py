@@ -8,7 +8,7 @@ import numpy as np
 
 from workloads.transport.completion import SCATTER_SHARE, CompletionPolicy, StageProgress
 from workloads.transport.layout import Layout
-from workloads.transport.wire import GATHER, HEADER_BYTES, SCATTER
+from workloads.transport.wire import HEADER_BYTES, SCATTER
 
 STAGE_SCATTER = "scatter"
 STAGE_GATHER = "gather"
@@ -214,4 +214,4 @@ def missing_runs(got: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-__all__ = ["GATHER", "SCATTER", "RoundState", "SendJob", "Timing", "missing_runs"]
+__all__ = ["RoundState", "SendJob", "Timing", "missing_runs"]
