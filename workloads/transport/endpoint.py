@@ -84,6 +84,13 @@ class Endpoint:
             raise
         self.rcvbuf_bytes = min(rcv)
         self.sndbuf_bytes = min(snd)
+        log.info(
+            "rank %d: %d UDP sockets, SO_RCVBUF %d, SO_SNDBUF %d bytes",
+            rank,
+            self.k,
+            self.rcvbuf_bytes,
+            self.sndbuf_bytes,
+        )
         if self.rcvbuf_bytes < config.sock_buf_bytes:
             log.warning(
                 "rank %d: SO_RCVBUF is %d bytes, asked %d (not root?)",
