@@ -242,3 +242,23 @@ def _netem() -> bool:
     from testbed.capabilities import probe
 
     return probe().netem
+
+
+def _paths(n, ports=range(40000, 40032)) -> list[str]:
+    """The uplink r_e0_0 picks for TCP h1 -> h16 from each source port (forwarded lookup)."""
+    out = []
+    for sport in ports:
+        route = n.exec("r_e0_0", ["ip", "-o", "route", "get", "10.3.1.3", "from", "10.0.0.2",
+                                  "iif", "r_e0_0-eth0", "ipproto", "tcp", "sport", str(sport),
+                                  "dport", "5201"])  # fmt: skip
+        out.append(route.split(" dev ")[1].split()[0])
+    return out
+
+
+def test_same_seed_same_paths_other_seed_other_paths(net):
+    first = _paths(net)
+    assert len(set(first)) == 2  # 32 flows hash onto both uplinks
+    with live_network(fattree(4), seed=7) as again:
+        assert _paths(again) == first
+    with live_network(fattree(4), seed=8) as other:
+        assert _paths(other) != first
