@@ -84,7 +84,8 @@ def test_rows_are_schema_valid_and_complete(runs, transport):
     assert set(tot["transport"]) == {transport}
     assert set(tot["iter"]) == set(range(STEPS))
     assert tot[tot["iter"] == 0]["is_warmup"].all() and not tot[tot["iter"] > 0]["is_warmup"].any()
-    assert (tot["delivered_loss"] == 0).all()
+    # ~20 steps are all warm-up: ε_critical = 0, so every round is exact unless it hit the cap
+    assert (tot[~tot["cap_hit"]]["delivered_loss"] == 0).all()
     assert (steps["comm_ms"] > 0).all() and (steps["comm_ms"] <= steps["step_ms"] + 1e-6).all()
     assert evals["step"].iloc[-1] == STEPS
     meta = json.loads((out / "rank0" / "meta.json").read_text())

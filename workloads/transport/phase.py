@@ -32,13 +32,24 @@ REASONS = ("warmup", "lr_decay", "accordion", "stable")
 class PhaseConfig:
     """Controller hyperparameters (see the module docstring for the rules they drive).
 
+    Defaults, from 4 loopback ranks training the digits CNN for 5 epochs (110 steps, batch 4x16)
+    under injected receive loss (train.py --drop): at 10% loss a pinned ε of 0, 0.05, 0.1, 0.2
+    all end within one standard error (1 pt on 359 test images) of exact TCP (0.975), so
+    ε_stable = 0.2 leaves that loss unrepaired. ε_critical = 0 keeps critical phases exact, so
+    a zero-loss run stays exact even when the host's own socket buffers drop datagrams (seen on
+    loopback on this loaded machine: 1 round in 60 lost 0.5%); its price at 10% loss was 13 of
+    ~440 rounds at the hard cap, against 1 with ε = 0.01 — the knob to turn when critical-phase
+    tails matter more than exactness. M = 10 with a 20-step (~1 epoch) warm-up keeps 45-55% of
+    that run critical; M = 5 fired Accordion on noise 4-5 times, M = 20 made a single firing
+    cost 20 steps (82% critical on one seed).
+
     eps_critical: loss budget in critical phases. Keep it near 0: early training and the steps
         after an LR decay are where inexact gradients cost accuracy (PowerSGD starts exact too).
     eps_stable: loss budget in stable phases. Raise it until test accuracy at a given step drops
         measurably under injected loss; a round that loses more than ε pays repairs instead.
     checkpoint_every: M, steps between decisions. Shorter reacts faster to an Accordion change
-        but measures the accumulated norm over fewer mini-batches (noisier); about one epoch of
-        the digits run at 4 ranks is a good start.
+        but measures the accumulated norm over fewer mini-batches (noisier); about half an
+        epoch of the digits run at 4 ranks x 16 is a good start.
     warmup_steps: critical steps at the start of training (rounded up to a checkpoint).
     eta: Accordion threshold on the relative change of the accumulated gradient norm; 0.5 as in
         the paper. Lower fires more often (more critical time, fewer savings).
@@ -47,7 +58,7 @@ class PhaseConfig:
     """
 
     eps_critical: float = 0.0
-    eps_stable: float = 0.1
+    eps_stable: float = 0.2
     checkpoint_every: int = 10
     warmup_steps: int = 20
     eta: float = 0.5
