@@ -38,7 +38,7 @@ from torch.nn.parallel import DistributedDataParallel
 from workloads import datasets
 from workloads.models import build_model, param_count
 from workloads.recorder import RankRecorder, emit
-from workloads.transport.hooks import HOOKS, TensorBucket, make_state
+from workloads.transport.hooks import HOOKS, TensorBucket, make_state, register_transport
 from workloads.transport.phase import PhaseConfig, PhaseController
 
 #: Bound on every Gloo collective and on the rendezvous.
@@ -287,13 +287,13 @@ def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> N
     milestones = lr_milestones(total, pcfg.checkpoint_every)
     ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     cap_elems = min(n_params, int(args.bucket_cap_mb * 2**20 / 4))
-    state = make_state(
+    state = register_transport(
+        ddp,
         args.transport,
         transport_config(args, pcfg.off_epsilon),
         addr=ident.addr,
         calibrate_elems=cap_elems,
     )
-    ddp.register_comm_hook(state, HOOKS[args.transport])
     phase = PhaseController(pcfg, milestones, ident.rank)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=MOMENTUM)
     meta = _base_meta(args, ident, state) | {
