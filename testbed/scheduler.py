@@ -67,8 +67,9 @@ class BurstScheduler:
         return self._shells[node]
 
     def _spawn(self, host: str, argv: list[str]) -> subprocess.Popen:
+        # real-time too: an idle sender sleeps in select() and must wake on time under load
         proc = subprocess.Popen(
-            ["mnexec", "-a", str(self.net.node(host).pid), *argv],
+            ["mnexec", "-a", str(self.net.node(host).pid), *realtime_prefix(), *argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,

@@ -25,10 +25,11 @@ _MARK = "@@dblp-ack"
 _EOF = "@@DBLP_EOF"
 
 
-#: SCHED_FIFO priority of the shells, their ack readers and the scheduler's player thread. On the
-#: 2-core machine shared with the workers, CFS delayed their wake-ups by up to ~100-350 ms
-#: (benchmark); they use a few ms of CPU per event, so real-time priority costs the workers
-#: nothing measurable.
+#: SCHED_FIFO priority of the shells, their ack readers, the incast senders and the scheduler's
+#: player thread. On the 2-core machine shared with the workers, CFS delayed their wake-ups by
+#: up to ~100-350 ms (benchmark). They sleep between events (a shell uses a few ms of CPU per
+#: event, a sender ~10% of a core while it sends), and the kernel's RT throttling keeps 5% of
+#: each core for everyone else.
 RT_PRIORITY = 10
 
 
