@@ -44,9 +44,12 @@ def mac(link_index: int, side: int) -> str:
     return f"02:db:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}:{side:02x}"
 
 
-def hash_seed(seed: int) -> int:
-    """fib_multipath_hash_seed for a run seed: never 0 (0 asks the kernel for a random one)."""
-    return zlib.crc32(f"dblp-testbed:{seed}".encode()) or 1
+def hash_seed(seed: int, router: str) -> int:
+    """fib_multipath_hash_seed of one router for a run seed: never 0 (0 asks the kernel for a
+    random one), and different per router — with one seed everywhere, every tier hashes a
+    flow identically, so the aggregation choice repeats the edge choice (hash polarization)
+    and only k/2 of the (k/2)^2 core paths ever carry traffic."""
+    return zlib.crc32(f"dblp-testbed:{seed}:{router}".encode()) or 1
 
 
 def veth_pairs(topo: Topology) -> tuple[VethPair, ...]:
@@ -131,7 +134,7 @@ def node_plans(
                 ("net.ipv4.fib_multipath_hash_policy", "1"),
             ]
             if have_hash_seed:
-                sysctls.append(("net.ipv4.fib_multipath_hash_seed", str(hash_seed(seed))))
+                sysctls.append(("net.ipv4.fib_multipath_hash_seed", str(hash_seed(seed, name))))
             for rt in tables[name]:
                 ip.append(_route_command(rt, topo, name))
         tc: list[tuple[str, ...]] = []

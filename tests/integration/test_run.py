@@ -110,6 +110,11 @@ def test_run_writes_a_schema_valid_folder_and_leaves_nothing(heavy_runs, transpo
                 "warnings"):  # fmt: skip
         assert key in summary, key
     assert (run_dir.parent / "last").exists()
+    if transport != "tcp":  # UDP flows have fixed ports: their ECMP paths are recorded
+        paths = info.flow_paths
+        assert len(paths) == 4 * 3 * 4 and all(f["complete"] for f in paths)
+        cores = {hop for f in paths for hop in f["path"] if hop.startswith("r_c")}
+        assert len(cores) == 4, cores  # every core path carries flows: no hash polarization
     assert after == before
 
 

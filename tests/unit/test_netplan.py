@@ -27,7 +27,7 @@ def test_router_and_host_plans():
     sysctls = dict(r.sysctls)
     assert sysctls["net.ipv4.ip_forward"] == "1"
     assert sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
-    assert sysctls["net.ipv4.fib_multipath_hash_seed"] == str(hash_seed(3))
+    assert sysctls["net.ipv4.fib_multipath_hash_seed"] == str(hash_seed(3, "r_e0_0"))
     assert sysctls["net.ipv4.conf.r_e0_0-eth2.rp_filter"] == "0"
     ecmp = [c for c in r.ip if c[:3] == ("ip", "route", "add") and "nexthop" in c]
     assert len(ecmp) == 7 and all(c.count("nexthop") == 2 for c in ecmp)
@@ -43,8 +43,9 @@ def test_router_and_host_plans():
 
 
 def test_hash_seed_is_deterministic_and_never_zero():
-    assert hash_seed(1) == hash_seed(1) != hash_seed(2)
-    assert all(hash_seed(s) != 0 for s in range(1000))
+    assert hash_seed(1, "r_e0_0") == hash_seed(1, "r_e0_0") != hash_seed(2, "r_e0_0")
+    assert hash_seed(1, "r_e0_0") != hash_seed(1, "r_a0_0")  # no polarization across tiers
+    assert all(hash_seed(s, "r_c0_0") != 0 for s in range(1000))
     assert mac(0x010203, 1) == "02:db:01:02:03:01"
 
 
