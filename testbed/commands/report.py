@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from analysis.report import write_report
 from analysis.schema import SchemaError
 
 console = Console()
@@ -90,6 +89,8 @@ def report(
         out = run_dirs[0] / "report"  # a sweep folder: its report lives inside it
     out_dir = out if out is not None else default_out(dirs)
     try:
+        from analysis.report import write_report  # seaborn/scipy: only when reporting
+
         rep = write_report(dirs, out_dir, target_acc)
     except (SchemaError, ValueError) as e:
         console.print(f"[red]cannot report: {e}[/red]")

@@ -11,14 +11,17 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 
-from analysis.report import Report, write_report
 from testbed import sweep_plan
 from testbed.commands.report import print_table
 from testbed.spec import PRESENTATION_FIELDS, RunSpec, SpecError, build_spec
+
+if TYPE_CHECKING:
+    from analysis.report import Report
 
 console = Console(stderr=True)
 
@@ -106,6 +109,8 @@ def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | No
     if not dirs:
         console.print("[red]no runs to report[/red]")
         return None
+    from analysis.report import write_report  # seaborn/scipy: only when reporting
+
     rep = write_report(dirs, out_dir / "report")
     for w in rep.warnings:
         console.print(f"[bold red]WARNING[/bold red] {w}")
