@@ -200,8 +200,11 @@ class BurstScheduler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10.0)
-        self._end_active()
-        self._cleanup()
+        try:
+            if self.error is None:
+                self._end_active()
+        finally:
+            self._cleanup()
         if self.error is not None:
             raise RuntimeError(f"burst scheduler failed: {self.error}") from self.error
         return self.rows(t_stop)
@@ -228,9 +231,13 @@ class BurstScheduler:
         ]
 
     def _cleanup(self) -> None:
+        """Stop playback and remove everything (also the teardown path when stop() never ran)."""
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
         problems = []
         for mech in self._prepared:
             try:
