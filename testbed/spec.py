@@ -21,7 +21,7 @@ Workload = Literal["train", "allreduce", "iperf3", "ping"]
 Impair = Literal["auto", "netem", "iptables", "nft"]
 
 #: Fields that say where or how results are shown, not what is measured.
-PRESENTATION_FIELDS = frozenset({"out", "run_id"})
+PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 
 
 class SpecError(ValueError):
@@ -83,11 +83,17 @@ class RunSpec(BaseModel):
     # presentation
     out: Path = Path("results")
     run_id: str | None = None
+    label: str | None = Field(None, description="variant name in reports (default: derived)")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunSpec:
         if self.topo == "fattree" and self.k % 2:
             raise ValueError("k must be even for a fat-tree")
+        if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
+            raise ValueError(
+                "epsilon pins ε only with phase off (or in the allreduce workload); "
+                "with the phase controller on, set eps_critical / eps_stable"
+            )
         if self.topo_file is not None and not self.topo_file.exists():
             raise ValueError(f"topo_file {self.topo_file} does not exist")
         return self

@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from testbed.spec import SpecError, build_spec
+from testbed.spec import RunSpec, SpecError, build_spec
 
 
 class TopoName(StrEnum):
@@ -39,6 +39,21 @@ class WorkloadName(StrEnum):
     allreduce = "allreduce"
     iperf3 = "iperf3"
     ping = "ping"
+
+
+class ModelName(StrEnum):
+    cnn = "cnn"
+    resnet = "resnet"
+
+
+class PhaseMode(StrEnum):
+    on = "on"
+    off = "off"
+
+
+class OptiMode(StrEnum):
+    adaptive = "adaptive"
+    fixed = "fixed"
 
 
 class ImpairName(StrEnum):
@@ -84,35 +99,112 @@ class Progress:
         self.status.stop()
 
 
+def _d(name: str) -> str:
+    """The spec's default of a field, for help texts (one source of truth: RunSpec)."""
+    default = RunSpec.model_fields[name].default
+    return f" (default {default})" if default is not None else ""
+
+
+NET, BURST, WORK, XPORT, OUT = "Network", "Bursts", "Workload", "Transport", "Output"
+
+
 def run(
-    topo: TopoName = typer.Option(None, help="Built-in topology [default: fattree]."),
-    topo_file: Path = typer.Option(None, help="Custom topology TOML (nodes, tiers, links)."),
-    k: int = typer.Option(None, help="Fat-tree arity, even >= 2 [default: 4]."),
-    bw: float = typer.Option(None, help="Link rate in Mbit/s [default: 100]."),
-    queue: int = typer.Option(None, help="Egress queue limit in packets (shallow) [default: 50]."),
-    burst: str = typer.Option(None, help="Burst preset (`testbed bursts list`) or a TOML file."),
-    impair: ImpairName = typer.Option(None, help="Loss mechanism [default: auto]."),
-    transport: TransportName = typer.Option(None, help="Gradient transport [default: dblp]."),
-    workload: WorkloadName = typer.Option(None, help="What runs [default: train]."),
-    model: str = typer.Option(None, help="cnn (digits) or resnet (synthetic CIFAR)."),
-    workers: int = typer.Option(None, help="DDP ranks, one per host [default: 4]."),
-    epochs: int = typer.Option(None, help="Training epochs."),
-    steps: int = typer.Option(None, help="Cap on training steps."),
-    bucket_cap_mb: float = typer.Option(None, help="DDP bucket cap, all transports."),
-    tcp_rto_min_ms: float = typer.Option(None, help="tcp_rto_min in every host [default: 200]."),
-    epsilon: float = typer.Option(None, help="dblp loss budget (allreduce workload, phase off)."),
-    phase: str = typer.Option(None, help="dblp phase controller: on|off."),
-    optireduce_mode: str = typer.Option(None, help="optireduce: adaptive|fixed."),
-    size_mib: float = typer.Option(None, help="allreduce workload: bucket size, MiB."),
-    rounds: int = typer.Option(None, help="allreduce workload: rounds."),
-    interval_ms: float = typer.Option(None, help="allreduce workload: compute gap, ms."),
-    probe_src: str = typer.Option(None, help="iperf3/ping workload: source host."),
-    probe_dst: str = typer.Option(None, help="iperf3/ping workload: destination host."),
-    duration_s: float = typer.Option(None, help="iperf3/ping workload: seconds."),
-    seed: int = typer.Option(None, help="Seed of bursts, ECMP hashing, data and model [0]."),
-    out: Path = typer.Option(None, help="Results root [default: results/]."),
-    config: Path = typer.Option(None, help="TOML file with a [run] table of these options."),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    topo: TopoName = typer.Option(None, help="Built-in topology" + _d("topo"), rich_help_panel=NET),
+    topo_file: Path = typer.Option(
+        None, help="Custom topology TOML (nodes, tiers, links).", rich_help_panel=NET
+    ),
+    k: int = typer.Option(None, help="Fat-tree arity, even" + _d("k"), rich_help_panel=NET),
+    bw: float = typer.Option(None, help="Link rate, Mbit/s" + _d("bw"), rich_help_panel=NET),
+    queue: int = typer.Option(
+        None, help="Egress queue limit, packets (shallow)" + _d("queue"), rich_help_panel=NET
+    ),
+    tcp_rto_min_ms: float = typer.Option(
+        None, help="tcp_rto_min in every host, ms" + _d("tcp_rto_min_ms"), rich_help_panel=NET
+    ),
+    burst: str = typer.Option(
+        None,
+        help="Preset (`testbed bursts list`) or a TOML file" + _d("burst"),
+        rich_help_panel=BURST,
+    ),
+    impair: ImpairName = typer.Option(
+        None, help="Loss mechanism" + _d("impair"), rich_help_panel=BURST
+    ),
+    workload: WorkloadName = typer.Option(
+        None, help="What runs" + _d("workload"), rich_help_panel=WORK
+    ),
+    model: ModelName = typer.Option(
+        None, help="cnn: digits; resnet: synthetic CIFAR" + _d("model"), rich_help_panel=WORK
+    ),
+    workers: int = typer.Option(
+        None, help="DDP ranks, one per host" + _d("workers"), rich_help_panel=WORK
+    ),
+    epochs: int = typer.Option(None, help="Training epochs" + _d("epochs"), rich_help_panel=WORK),
+    steps: int = typer.Option(None, help="Cap on training steps.", rich_help_panel=WORK),
+    batch_size: int = typer.Option(
+        None, help="Batch per rank" + _d("batch_size"), rich_help_panel=WORK
+    ),
+    lr: float = typer.Option(None, help="SGD learning rate" + _d("lr"), rich_help_panel=WORK),
+    resync_every: int = typer.Option(
+        None, help="Re-broadcast rank 0's parameters every M steps.", rich_help_panel=WORK
+    ),
+    size_mib: float = typer.Option(
+        None, help="allreduce workload: bucket, MiB" + _d("size_mib"), rich_help_panel=WORK
+    ),
+    rounds: int = typer.Option(
+        None, help="allreduce workload: rounds" + _d("rounds"), rich_help_panel=WORK
+    ),
+    interval_ms: float = typer.Option(
+        None, help="allreduce workload: compute gap, ms" + _d("interval_ms"), rich_help_panel=WORK
+    ),
+    probe_src: str = typer.Option(None, help="iperf3/ping: source host.", rich_help_panel=WORK),
+    probe_dst: str = typer.Option(
+        None, help="iperf3/ping: destination host.", rich_help_panel=WORK
+    ),
+    duration_s: float = typer.Option(
+        None, help="iperf3/ping: seconds" + _d("duration_s"), rich_help_panel=WORK
+    ),
+    transport: TransportName = typer.Option(
+        None, help="Gradient transport" + _d("transport"), rich_help_panel=XPORT
+    ),
+    bucket_cap_mb: float = typer.Option(
+        None, help="DDP bucket cap, all transports" + _d("bucket_cap_mb"), rich_help_panel=XPORT
+    ),
+    phase: PhaseMode = typer.Option(
+        None, help="dblp: ε by training phase, or pinned" + _d("phase"), rich_help_panel=XPORT
+    ),
+    eps_critical: float = typer.Option(
+        None, help="dblp: ε in critical phases (worker default 0).", rich_help_panel=XPORT
+    ),
+    eps_stable: float = typer.Option(
+        None, help="dblp: ε in stable phases (worker default 0.2).", rich_help_panel=XPORT
+    ),
+    epsilon: float = typer.Option(
+        None,
+        help="dblp: pinned ε (allreduce workload; training with --phase off).",
+        rich_help_panel=XPORT,
+    ),
+    optireduce_mode: OptiMode = typer.Option(
+        None, help="optireduce timeout" + _d("optireduce_mode"), rich_help_panel=XPORT
+    ),
+    rescale: bool = typer.Option(
+        None, "--rescale", help="optireduce: unbiased mean of what arrived.", rich_help_panel=XPORT
+    ),
+    t_max_ms: float = typer.Option(
+        None, help="Hard cap per round, ms (default 4x calibrated p50).", rich_help_panel=XPORT
+    ),
+    seed: int = typer.Option(
+        None, help="Seed of bursts, ECMP, data and model" + _d("seed"), rich_help_panel=OUT
+    ),
+    label: str = typer.Option(
+        None, help="Name of this variant in reports (default: derived).", rich_help_panel=OUT
+    ),
+    out: Path = typer.Option(None, help="Results root" + _d("out"), rich_help_panel=OUT),
+    config: Path = typer.Option(
+        None, help="TOML file with a `run` table of these options.", rich_help_panel=OUT
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the summary as JSON on stdout.", rich_help_panel=OUT
+    ),
 ) -> None:
     """Run one experiment: build the network, play the bursts, train, write results/<run-id>/.
 

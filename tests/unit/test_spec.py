@@ -26,6 +26,7 @@ def test_defaults_are_the_main_job():
         ({"workers": 0}, "workers"),
         ({"queue": 1}, "queue"),
         ({"bogus": 1}, "bogus"),
+        ({"epsilon": 0.3}, "epsilon"),  # ignored with the phase controller on: refuse it
     ],
 )
 def test_bad_flags_name_the_field(flags, field):
@@ -56,3 +57,8 @@ def test_hash_ignores_presentation_but_not_measurement(tmp_path):
     assert a.spec_hash() != RunSpec(seed=1).spec_hash()
     assert a.spec_hash() != RunSpec(burst="heavy").spec_hash()
     assert len(a.spec_hash()) == 12
+
+
+def test_label_names_the_variant_without_changing_the_hash():
+    assert RunSpec(label="mine").spec_hash() == RunSpec().spec_hash()
+    assert build_spec(phase="off", epsilon=0.3).epsilon == 0.3
