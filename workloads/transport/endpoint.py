@@ -28,6 +28,9 @@ SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
 IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
+#: A receive that fails with one of these read an ICMP error queued on the socket (e.g. a peer
+#: port that closed), not a datagram: the caller skips it and reads on.
+ICMP_ERRNOS = frozenset((errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH))
 
 
 def port_of(config: TransportConfig, rank: int, i: int) -> int:
@@ -122,18 +125,6 @@ class Endpoint:
 
     def wake(self) -> None:
         os.eventfd_write(self.wake_fd, 1)
-
-    def recv(self, i: int) -> int:
-        """One datagram from socket i into rbuf; 0 if none is waiting."""
-        try:
-            return self.socks[i].recv_into(self.rbuf)
-        except BlockingIOError:
-            return 0
-        except OSError as e:
-            # An ICMP error queued on the socket (e.g. a peer port that closed) surfaces here.
-            if e.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
-                return -1
-            raise
 
     def send(self, i: int, peer: int, view: memoryview) -> bool:
         """Send one datagram from socket i to the peer's socket i; False if the kernel refused."""

@@ -20,7 +20,7 @@ import numpy as np
 from workloads.transport import wire
 from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
-from workloads.transport.endpoint import Endpoint
+from workloads.transport.endpoint import ICMP_ERRNOS, Endpoint
 from workloads.transport.layout import Layout
 from workloads.transport.pacer import WIRE_OVERHEAD, Pacer
 from workloads.transport.roundstate import (
@@ -87,6 +87,7 @@ class Engine(threading.Thread):
         self.nacks = 0
         self.retx = 0
         self.reasons: Counter[str] = Counter()
+        self.decode = wire.decoder(job_token=config.job_token, world=world, me=rank, mtu=config.mtu)
 
     # ---- caller side -------------------------------------------------------------------------
 
@@ -293,25 +294,28 @@ class Engine(threading.Thread):
     # ---- receive -------------------------------------------------------------------------------
 
     def _drain(self, i: int) -> None:
-        recv, handle, clock = self.ep.recv, self._on_datagram, time.monotonic
+        recv_into, rbuf = self.ep.socks[i].recv_into, self.ep.rbuf
+        handle, clock = self._on_datagram, time.monotonic
         inject, drop, rand = self.inject, self.cfg.drop, self.rng.random
         for _ in range(RECV_BATCH):
-            n = recv(i)
+            try:
+                n = recv_into(rbuf)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                if e.errno in ICMP_ERRNOS:
+                    continue
+                raise
             if n == 0:
                 return
-            if n < 0:
-                continue
             if inject and rand() < drop:
                 self.reasons["injected"] += 1
                 continue
             handle(n, clock())
 
     def _on_datagram(self, n: int, now: float) -> None:
-        cfg = self.cfg
-        h = wire.decode(
-            self.ep.rview, n, job_token=cfg.job_token, world=self.world, me=self.me, mtu=cfg.mtu
-        )
-        if isinstance(h, str):
+        h = self.decode(self.ep.rview, n)
+        if h.__class__ is str:
             self.reasons[h] += 1
             return
         rs = self.active
@@ -355,14 +359,17 @@ class Engine(threading.Thread):
             self.reasons["nack_range"] += 1
             return
         first = rs.first_jobs.get((q, h.stage))
+        # Packets the first transmission has still to send (index >= its pos) are not repaired.
+        cut = first.pos if first is not None and first.unsent(first.pos) else None
         queued = rs.repairs_queued.setdefault((q, h.stage), set())
         want: list[int] = []
+        per = lay.per_pkt
         for off, cnt in ranges:
-            for i in range(off // lay.per_pkt, -(-(off + cnt) // lay.per_pkt)):
-                if i in queued or (first is not None and first.unsent(i)):
-                    continue
-                queued.add(i)
-                want.append(i)
+            end = -(-(off + cnt) // per)
+            for i in range(off // per, end if cut is None else min(end, cut)):
+                if i not in queued:
+                    queued.add(i)
+                    want.append(i)
         if want:
             src = arr[start : start + n].view(np.uint8)
             job = SendJob(q, rs, h.stage, shard, src, want, first=False)
@@ -391,23 +398,32 @@ class Engine(threading.Thread):
 
     def _send(self, now: float) -> None:
         wants = self._wants()
+        if not wants:
+            return
+        pacer, queues, want, send, clock = (
+            self.pacer,
+            self.queues,
+            self._want,
+            self._send_data,
+            time.monotonic,
+        )
         for _ in range(SEND_BATCH):
-            if not wants:
-                return
-            p = self.pacer.next_peer(now, wants)
+            p = pacer.next_peer(now, wants)
             if p is None:
                 return
-            job = self.queues[p][0]
+            job = queues[p][0]
             i = job.indices[job.pos]
             job.pos += 1
-            self._send_data(job, i)
-            self.pacer.consume(p, wants[p])
-            w = self._want(p)
+            send(job, i)
+            pacer.consume(p, wants[p])
+            w = want(p)
             if w is None:
                 del wants[p]
+                if not wants:
+                    return
             else:
                 wants[p] = w
-            now = time.monotonic()
+            now = clock()
 
     def _send_data(self, job: SendJob, i: int) -> None:
         rs, per = job.rs, self.per_pkt
@@ -421,7 +437,7 @@ class Engine(threading.Thread):
             flags = wire.FLAG_REPAIR
             rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
         wire.pack_header_into(
-            self.sbuf,
+            self.sview,
             wire.DATA,
             job.stage,
             flags,
@@ -435,9 +451,9 @@ class Engine(threading.Thread):
             rs.policy.header_budget_us(),
         )
         nb = 4 * cnt
-        self.sbuf[wire.HEADER_BYTES : wire.HEADER_BYTES + nb] = job.src[4 * off : 4 * off + nb]
-        k = self.ep.k
-        if self.ep.send(i % k, job.peer, self.sview[: wire.HEADER_BYTES + nb]):
+        end = wire.HEADER_BYTES + nb
+        self.sview[wire.HEADER_BYTES : end] = job.src.data[4 * off : 4 * off + nb]
+        if self.ep.send(i % self.ep.k, job.peer, self.sview[:end]):
             self.sent_bytes += nb
             if not job.first:
                 self.retx += 1

@@ -50,7 +50,8 @@ class Pacer:
         depth = self.depth
         tokens = self.tokens
         for p in self.peers:
-            tokens[p] = min(depth, tokens[p] + add)
+            v = tokens[p] + add
+            tokens[p] = v if v < depth else depth
 
     def next_peer(self, now: float, wants: Mapping[int, int]) -> int | None:
         """The next peer, round-robin, that has a packet waiting (wants[p] = its wire bytes)

@@ -129,21 +129,22 @@ class RoundState:
             if self.stage in (STAGE_DRAIN, STAGE_DONE):
                 return "late"
             shard, got, prog, last = h.src, self.ga_got[h.src], self.ga, self.ga_last
-        i = h.offset // lay.per_pkt
-        if i >= len(got) or h.count != lay.pkt(shard, i)[1]:
+        off, cnt, per = h.offset, h.count, lay.per_pkt
+        i = off // per
+        left = lay.length(shard) - off  # packet i's count is min(per, left)
+        if i >= len(got) or cnt != (per if per < left else left):
             return "range"
         if got[i]:
             return "duplicate"
         got[i] = True
-        vals = rbuf[HEADER_BYTES : HEADER_BYTES + 4 * h.count].view(np.float32)
-        off = h.offset
+        vals = rbuf[HEADER_BYTES : HEADER_BYTES + 4 * cnt].view(np.float32)
         if h.stage == SCATTER:
-            self.partial[off : off + h.count] += vals
+            self.partial[off : off + cnt] += vals
             self.sc_count[i] += 1
         else:
             base = lay.start(shard) + off
-            self.out[base : base + h.count] = vals
-        prog.received += h.count
+            self.out[base : base + cnt] = vals
+        prog.received += cnt
         prog.last_rx = now
         self.pkts_received += 1
         if h.timeout_us:

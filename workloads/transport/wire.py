@@ -11,6 +11,7 @@ rejected; it never raises, whatever the bytes.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 MAGIC = 0x504C4244  # b"DBLP" read little-endian
@@ -117,51 +118,65 @@ def decode(
     carries the receiver's shard, a gather DATA the sender's; a scatter NACK asks for the
     requester's shard, a gather NACK for the receiver's.
     """
-    if nbytes < HEADER_BYTES:
-        return "short"
-    if nbytes > mtu - IP_UDP_BYTES:
-        return "oversize"
-    h = Header._make(HEADER.unpack_from(buf, 0))
-    if h.magic != MAGIC:
-        return "magic"
-    if h.version != VERSION:
-        return "version"
-    if h.kind not in KINDS:
-        return "kind"
-    if h.stage not in (SCATTER, GATHER):
-        return "stage"
-    if h.job_token != job_token:
-        return "job_token"
-    if h.src >= world or h.src == me:
-        return "sender"
-    if h.shard >= world:
-        return "shard"
-    if h.kind == DATA:
-        if h.flags & ~DATA_FLAGS:
-            return "flags"
-        owner = me if h.stage == SCATTER else h.src
-        if h.shard != owner:
+    return decoder(job_token=job_token, world=world, me=me, mtu=mtu)(buf, nbytes)
+
+
+def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., Header | str]:
+    """`decode` bound to one rank's constants: the receive loop calls it once per datagram,
+    so everything that does not depend on the bytes is computed here, once."""
+    max_bytes = mtu - IP_UDP_BYTES
+    per_pkt = elems_per_packet(mtu)
+    max_ranges = ranges_per_nack(mtu)
+    unpack = HEADER.unpack_from
+    make = tuple.__new__
+    bad_flags = ~DATA_FLAGS
+
+    def check(buf: bytes | bytearray | memoryview, nbytes: int) -> Header | str:
+        if nbytes < HEADER_BYTES:
+            return "short"
+        if nbytes > max_bytes:
+            return "oversize"
+        t = unpack(buf, 0)
+        magic, version, kind, stage, flags, token, _rnd, src, shard, offset, count = t[:11]
+        if magic != MAGIC:
+            return "magic"
+        if version != VERSION:
+            return "version"
+        if kind != DATA and kind != NACK:
+            return "kind"
+        if stage != SCATTER and stage != GATHER:
+            return "stage"
+        if token != job_token:
+            return "job_token"
+        if src >= world or src == me:
+            return "sender"
+        if shard >= world:
             return "shard"
-        per_pkt = elems_per_packet(mtu)
-        if h.count == 0 or h.count > per_pkt:
+        if kind == DATA:
+            if flags & bad_flags:
+                return "flags"
+            if shard != (me if stage == SCATTER else src):
+                return "shard"
+            if count == 0 or count > per_pkt:
+                return "count"
+            if nbytes != HEADER_BYTES + ELEM_BYTES * count:
+                return "length"
+            if offset % per_pkt:
+                return "offset"
+            return make(Header, t)
+        if flags:
+            return "flags"
+        if shard != (src if stage == SCATTER else me):
+            return "shard"
+        if count == 0 or count > max_ranges:
             return "count"
-        if nbytes != HEADER_BYTES + ELEM_BYTES * h.count:
+        if nbytes != HEADER_BYTES + RANGE.size * count:
             return "length"
-        if h.offset % per_pkt:
-            return "offset"
-        return h
-    if h.flags:
-        return "flags"
-    owner = h.src if h.stage == SCATTER else me
-    if h.shard != owner:
-        return "shard"
-    if h.count == 0 or h.count > ranges_per_nack(mtu):
-        return "count"
-    if nbytes != HEADER_BYTES + RANGE.size * h.count:
-        return "length"
-    if h.offset or h.timeout_us:
-        return "nack_fields"
-    return h
+        if offset or t[12]:
+            return "nack_fields"
+        return make(Header, t)
+
+    return check
 
 
 def nack_ranges(buf: bytes | bytearray | memoryview, count: int) -> list[tuple[int, int]]:
