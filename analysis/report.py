@@ -27,6 +27,7 @@ SECTIONS = {
     "training": "Training time, time-to-accuracy, final accuracy",
     "loss": "Delivered loss, repairs, cap hits, replica drift, bursts",
     "validity": "Validity of each run",
+    "probes": "Probe workloads (iperf3 / ping) in and outside bursts",
 }
 
 FIGURE_TITLES = {
@@ -81,7 +82,8 @@ def run_warnings(runs: Runs) -> list[str]:
         rest = [w for w in warns if not w.startswith(said)]
         if rest:
             out.append(f"run `{r.run_id}` warnings: {'; '.join(rest)}")
-        if (runs.rounds["run_id"] == r.run_id).sum() == 0:
+        probe_run = (runs.probes["run_id"] == r.run_id).any()
+        if not probe_run and (runs.rounds["run_id"] == r.run_id).sum() == 0:
             out.append(f"run `{r.run_id}` has **no rounds** recorded")
     out += [f"**mixed group** {m}: its repeats are not one experiment" for m in mixed_specs(runs)]
     return out
