@@ -132,3 +132,44 @@ class Impairment(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+class BatchedImpairment(Impairment):
+    """A mechanism whose changes of one instant go out as one process per namespace.
+
+    Subclasses name the batch reader (`batch_argv`, with `batch_head`/`batch_tail`) and
+    queue lines with `_queue`; `flush` sends them, and per-egress `drops` reads through
+    `drops_many`, which subclasses implement to list a namespace's counters at once.
+    """
+
+    batch_argv: tuple[str, ...] = ()
+    batch_head: str = ""
+    batch_tail: str = ""
+
+    def _queue(self, node: str, line: str) -> Ticket:
+        if not hasattr(self, "_batch"):
+            argv = list(self.batch_argv)
+            self._batch = Batch(self.shell, argv, self.batch_head, self.batch_tail)
+        return self._batch.add(node, line)
+
+    def flush(self) -> None:
+        if hasattr(self, "_batch"):
+            self._batch.flush()
+
+    def drops(self, egress: Egress) -> int:
+        return self.drops_many([egress])[egress.direction]
+
+
+class LossRules(BatchedImpairment):
+    """Firewall loss rules: installed at probability 0, rewritten in place per event."""
+
+    still_when_idle = True
+
+    @abstractmethod
+    def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket: ...
+
+    def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
+        return self._replace(egress, value, event.params.get("mode", "random"))
+
+    def revert(self, egress: Egress, kind: str) -> Ticket:
+        return self._replace(egress, 0.0, "random")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from testbed.impairments.base import Batch, Egress, Impairment, Ticket
+from testbed.impairments.base import Egress, LossRules, Ticket
 from testbed.schedule import Event
 
 __all__ = ["IptablesLoss", "drop_counts", "exemption_specs", "loss_spec", "nth_every"]
@@ -61,8 +61,9 @@ def drop_counts(listing: str) -> dict[str, int]:
     return out
 
 
-class IptablesLoss(Impairment):
-    still_when_idle = True
+class IptablesLoss(LossRules):
+    batch_argv = ("iptables-legacy-restore", "-w", "5", "--noflush")
+    batch_head, batch_tail = "*filter\n", "\nCOMMIT\n"
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         self._rule: dict[str, tuple[int, str]] = {}  # direction -> (rule number, drop chain)
@@ -89,25 +90,9 @@ class IptablesLoss(Impairment):
             self._hooked.append((node, hook))
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
-        if not hasattr(self, "_batch"):
-            restore = ["iptables-legacy-restore", "-w", "5", "--noflush"]
-            self._batch = Batch(self.shell, restore, "*filter\n", "\nCOMMIT\n")
         num, drop = self._rule[egress.direction]
         spec = loss_spec(egress.intf, drop, probability, mode)
-        return self._batch.add(egress.node, shlex.join(["-R", CHAIN, str(num), *spec]))
-
-    def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
-        return self._replace(egress, value, event.params.get("mode", "random"))
-
-    def revert(self, egress: Egress, kind: str) -> Ticket:
-        return self._replace(egress, 0.0, "random")
-
-    def flush(self) -> None:
-        if hasattr(self, "_batch"):
-            self._batch.flush()
-
-    def drops(self, egress: Egress) -> int:
-        return self.drops_many([egress])[egress.direction]
+        return self._queue(egress.node, shlex.join(["-R", CHAIN, str(num), *spec]))
 
     def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
         """One `iptables-legacy -L` per namespace, all namespaces in parallel."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from testbed.impairments.base import Batch, Egress, Impairment, Ticket
+from testbed.impairments.base import Egress, LossRules, Ticket
 from testbed.impairments.iptables import (
     HANDSHAKE_MAX_LEN,
     PROBE_CONTROL_PORT,
@@ -48,8 +48,8 @@ def counter_packets(listing: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in _COUNTER.finditer(listing)}
 
 
-class NftLoss(Impairment):
-    still_when_idle = True
+class NftLoss(LossRules):
+    batch_argv = ("nft", "-f", "-")
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         self._rule: dict[str, tuple[str, str, str]] = {}  # direction -> (chain, handle, counter)
@@ -83,25 +83,10 @@ class NftLoss(Impairment):
                 self._rule[e.direction] = (chain, m.group(1), counter)
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
-        if not hasattr(self, "_batch"):
-            self._batch = Batch(self.shell, ["nft", "-f", "-"])
         chain, handle, counter = self._rule[egress.direction]
         expr = loss_expr(egress.intf, counter, probability, mode)
         line = " ".join(["replace", "rule", *TABLE, chain, "handle", handle, *expr])
-        return self._batch.add(egress.node, line)
-
-    def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
-        return self._replace(egress, value, event.params.get("mode", "random"))
-
-    def revert(self, egress: Egress, kind: str) -> Ticket:
-        return self._replace(egress, 0.0, "random")
-
-    def flush(self) -> None:
-        if hasattr(self, "_batch"):
-            self._batch.flush()
-
-    def drops(self, egress: Egress) -> int:
-        return self.drops_many([egress])[egress.direction]
+        return self._queue(egress.node, line)
 
     def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
         """One `nft list counters` per namespace, all namespaces in parallel."""

@@ -10,23 +10,23 @@ import shlex
 from collections.abc import Sequence
 
 from testbed import shaping
-from testbed.impairments.base import Batch, Egress, Impairment, Ticket
+from testbed.impairments.base import BatchedImpairment, Egress, Ticket
 from testbed.impairments.tc_stats import read_leaf_drops
 from testbed.schedule import Event
 
 __all__ = ["HtbSqueeze"]
 
 
-class HtbSqueeze(Impairment):
+class HtbSqueeze(BatchedImpairment):
+    batch_argv = ("tc", "-batch", "-")
+
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         self._egresses = {e.direction: e for e in egresses}
         self._squeezed: set[str] = set()
 
     def _rate(self, egress: Egress, mbps: float) -> Ticket:
-        if not hasattr(self, "_batch"):
-            self._batch = Batch(self.shell, ["tc", "-batch", "-"])
         cmd = shaping.rate_change_command(egress.intf, mbps)
-        return self._batch.add(egress.node, shlex.join(cmd[1:]))
+        return self._queue(egress.node, shlex.join(cmd[1:]))
 
     def apply(self, egress: Egress, value: float, event: Event) -> Ticket:
         self._squeezed.add(egress.direction)
@@ -35,13 +35,6 @@ class HtbSqueeze(Impairment):
     def revert(self, egress: Egress, kind: str) -> Ticket:
         self._squeezed.discard(egress.direction)
         return self._rate(egress, egress.mbps)
-
-    def flush(self) -> None:
-        if hasattr(self, "_batch"):
-            self._batch.flush()
-
-    def drops(self, egress: Egress) -> int:
-        return self.drops_many([egress])[egress.direction]
 
     def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
         return read_leaf_drops(self.shell, egresses)
