@@ -80,6 +80,8 @@ def test_paper_ratios_only_against_optireduce(three_way):
     paper = t["paper"]
     assert set(paper.baseline) == {"optireduce"}
     assert "tcp" in set(t["comparisons"].baseline)  # tcp is a baseline elsewhere, not here
+    assert set(paper.label) == {"dblp"}  # only the published system beside published figures
+    assert "tcp" in set(t["comparisons"].query("baseline == 'optireduce'").label)
     d = _row(paper, label="dblp")
     assert d.burst_speedup_max == pytest.approx(5.0)
     assert d.published_burst_speedup_max == 5.88
