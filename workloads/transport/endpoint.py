@@ -2,8 +2,9 @@
 
 Ports are fixed by rank (base + rank*k + i, i < k) so peers need only each other's addresses;
 socket i sends to the peer's socket i, so the k (src port, dst port) pairs give ECMP k flows to
-hash per peer. Receives go into one preallocated, pre-faulted buffer (a lazily mapped array loses
-datagrams to first-touch page faults, MACHINE-NOTES "Python UDP").
+hash per peer. Receives go into preallocated, pre-faulted slots (a lazily mapped array loses
+datagrams to first-touch page faults, MACHINE-NOTES "Python UDP"), filled by one recvmmsg; data
+goes out through one sendmmsg per socket per pacer batch.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import select
 import socket
 from collections.abc import Sequence
 
-import numpy as np
-
 from workloads.transport.config import TransportConfig
-from workloads.transport.wire import IP_UDP_BYTES
+from workloads.transport.mmsg import RecvRing, SendBatch
+from workloads.transport.wire import HEADER_BYTES, IP_UDP_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +28,8 @@ SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
 IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
-#: A receive that fails with one of these read an ICMP error queued on the socket (e.g. a peer
-#: port that closed), not a datagram: the caller skips it and reads on.
-ICMP_ERRNOS = frozenset((errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH))
+RECV_SLOTS = 64  # datagrams per recvmmsg
+SEND_SLOTS = 64  # datagrams per sendmmsg (at most the engine's send batch)
 
 
 def port_of(config: TransportConfig, rank: int, i: int) -> int:
@@ -107,9 +106,12 @@ class Endpoint:
             self.poller.register(s.fileno(), select.POLLIN)
         self.poller.register(self.wake_fd, select.POLLIN)
         self.fd_index = {s.fileno(): i for i, s in enumerate(self.socks)}
-        # One receive buffer, touched now so recv_into never page-faults mid-burst.
-        self.rbuf = np.ones(config.mtu - IP_UDP_BYTES + 64, dtype=np.uint8)
-        self.rview = memoryview(self.rbuf)
+        # Receive slots for one recvmmsg; one send batch per socket (a socket's peers differ).
+        self.ring = RecvRing(RECV_SLOTS, config.mtu - IP_UDP_BYTES + 64)
+        self.batches = [
+            SendBatch(SEND_SLOTS, HEADER_BYTES, [self.dest[p][i] for p in range(self.world)])
+            for i in range(self.k)
+        ]
 
     def wait(self, timeout_s: float | None) -> list[int]:
         """Block until a socket is readable or the eventfd fires; return ready socket indices."""

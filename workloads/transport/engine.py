@@ -20,7 +20,7 @@ import numpy as np
 from workloads.transport import wire
 from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
-from workloads.transport.endpoint import ICMP_ERRNOS, Endpoint
+from workloads.transport.endpoint import SEND_SLOTS, Endpoint
 from workloads.transport.layout import Layout
 from workloads.transport.pacer import WIRE_OVERHEAD, Pacer
 from workloads.transport.roundstate import (
@@ -39,7 +39,7 @@ PENDING_MAX_BYTES = 128 << 20
 RELIABLE_GIVE_UP_S = 60.0  # a reliable round that cannot finish in this long means a dead peer
 LOSSY_GRACE_S = 5.0  # a lossy round past its budget by this much means a stuck loop
 IDLE_POLL_S = 0.5
-SEND_BATCH = 64
+SEND_BATCH = SEND_SLOTS
 RECV_BATCH = 512
 NOT_BAD = ("late", "duplicate", "injected", "unknown_round")
 
@@ -77,8 +77,6 @@ class Engine(threading.Thread):
         self.rng = random.Random(config.seed * 100_003 + rank)
         # The test loss applies at all times except during rounds that opted out (calibration).
         self.inject = config.drop > 0
-        self.sbuf = np.zeros(config.mtu, dtype=np.uint8)
-        self.sview = memoryview(self.sbuf)
         self.sock_rr = 0
         self.schedstat = ""
         self.wait0_ns = 0
@@ -178,16 +176,16 @@ class Engine(threading.Thread):
                 self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
         for raw in self.pending.pop(rs.round, []):
             self.pending_bytes -= len(raw)
-            n = len(raw)
-            self.ep.rbuf[:n] = np.frombuffer(raw, dtype=np.uint8)
-            self._on_datagram(n, now)
+            self._on_datagram(np.frombuffer(raw, dtype=np.uint8), memoryview(raw), len(raw), now)
         return True
 
     def _queue_first(self, rs: RoundState, peer: int, stage: int, shard: int, arr, start) -> None:
         lay = rs.layout
         n = lay.length(shard)
         src = arr[start : start + n].view(np.uint8)
-        job = SendJob(peer, rs, stage, shard, src, range(lay.npkts(shard)), first=True)
+        job = SendJob(
+            peer, rs, stage, shard, src, range(lay.npkts(shard)), first=True, addr=src.ctypes.data
+        )
         rs.first_jobs[(peer, stage)] = job
         self.queues[peer].append(job)
 
@@ -294,44 +292,45 @@ class Engine(threading.Thread):
     # ---- receive -------------------------------------------------------------------------------
 
     def _drain(self, i: int) -> None:
-        recv_into, rbuf = self.ep.socks[i].recv_into, self.ep.rbuf
+        recv, fd, slots = self.ep.ring.recv, self.ep.socks[i].fileno(), self.ep.ring.views
         handle, clock = self._on_datagram, time.monotonic
         inject, drop, rand = self.inject, self.cfg.drop, self.rng.random
-        for _ in range(RECV_BATCH):
-            try:
-                n = recv_into(rbuf)
-            except BlockingIOError:
-                return
-            except OSError as e:
-                if e.errno in ICMP_ERRNOS:
+        got = 0
+        while got < RECV_BATCH:
+            lens = recv(fd)
+            if lens is None:
+                continue  # a queued ICMP error, not a datagram
+            for k, n in enumerate(lens):
+                if n == 0:
+                    continue  # an empty datagram carries nothing, not even a header
+                if inject and rand() < drop:
+                    self.reasons["injected"] += 1
                     continue
-                raise
-            if n == 0:
+                buf, view = slots[k]
+                handle(buf, view, n, clock())
+            if len(lens) < len(slots):
                 return
-            if inject and rand() < drop:
-                self.reasons["injected"] += 1
-                continue
-            handle(n, clock())
+            got += len(lens)
 
-    def _on_datagram(self, n: int, now: float) -> None:
-        h = self.decode(self.ep.rview, n)
+    def _on_datagram(self, buf: np.ndarray, view: memoryview, n: int, now: float) -> None:
+        h = self.decode(view, n)
         if h.__class__ is str:
             self.reasons[h] += 1
             return
         rs = self.active
         if rs is not None and h.round == rs.round:
             if h.kind == wire.DATA:
-                why = rs.accept(h, self.ep.rbuf, now)
+                why = rs.accept(h, buf, now)
                 if why is not None:
                     self.reasons[why] += 1
             else:
-                self._on_nack(rs, h)
+                self._on_nack(rs, h, view)
             return
         if h.round in self.history:
             if h.kind == wire.DATA:
                 self.reasons["late"] += 1
             else:
-                self._on_nack(self.history[h.round], h)
+                self._on_nack(self.history[h.round], h, view)
             return
         if self.next_round <= h.round <= self.next_round + FUTURE:
             if h.kind == wire.NACK:
@@ -339,12 +338,12 @@ class Engine(threading.Thread):
             elif self.pending_bytes + n > PENDING_MAX_BYTES:
                 self.reasons["pending_overflow"] += 1
             else:
-                self.pending.setdefault(h.round, []).append(bytes(self.ep.rview[:n]))
+                self.pending.setdefault(h.round, []).append(bytes(view[:n]))
                 self.pending_bytes += n
             return
         self.reasons["round_window"] += 1
 
-    def _on_nack(self, rs: RoundState, h: wire.Header) -> None:
+    def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview) -> None:
         q, lay = h.src, rs.layout
         if h.stage == wire.SCATTER:
             shard, arr, start = q, rs.data, lay.start(q)
@@ -354,7 +353,7 @@ class Engine(threading.Thread):
                 return
             shard, arr, start = self.me, rs.reduced, 0
         n = lay.length(shard)
-        ranges = wire.nack_ranges(self.ep.rview, h.count)
+        ranges = wire.nack_ranges(view, h.count)
         if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
             self.reasons["nack_range"] += 1
             return
@@ -372,7 +371,7 @@ class Engine(threading.Thread):
                     want.append(i)
         if want:
             src = arr[start : start + n].view(np.uint8)
-            job = SendJob(q, rs, h.stage, shard, src, want, first=False)
+            job = SendJob(q, rs, h.stage, shard, src, want, first=False, addr=src.ctypes.data)
             self.queues[q].appendleft(job)
 
     # ---- send ----------------------------------------------------------------------------------
@@ -397,35 +396,47 @@ class Engine(threading.Thread):
         return wants
 
     def _send(self, now: float) -> None:
+        """Up to SEND_BATCH packets the pacer lets go now, one sendmmsg per socket used."""
         wants = self._wants()
         if not wants:
             return
-        pacer, queues, want, send, clock = (
+        pacer, queues, want, stage, clock = (
             self.pacer,
             self.queues,
             self._want,
-            self._send_data,
+            self._stage_data,
             time.monotonic,
         )
+        staged: list[list[tuple[int, bool]]] = [[] for _ in range(self.ep.k)]
         for _ in range(SEND_BATCH):
             p = pacer.next_peer(now, wants)
             if p is None:
-                return
+                break
             job = queues[p][0]
             i = job.indices[job.pos]
             job.pos += 1
-            send(job, i)
+            stage(job, i, staged)
             pacer.consume(p, wants[p])
             w = want(p)
             if w is None:
                 del wants[p]
                 if not wants:
-                    return
+                    break
             else:
                 wants[p] = w
             now = clock()
+        for s, pkts in enumerate(staged):
+            if pkts:
+                for ok, (nb, first) in zip(
+                    self.ep.batches[s].flush(self.ep.socks[s].fileno()), pkts, strict=True
+                ):
+                    if ok:
+                        self.sent_bytes += nb
+                        if not first:
+                            self.retx += 1
 
-    def _send_data(self, job: SendJob, i: int) -> None:
+    def _stage_data(self, job: SendJob, i: int, staged: list[list[tuple[int, bool]]]) -> None:
+        """Pack packet i of the job into the send batch of its socket (i mod k)."""
         rs, per = job.rs, self.per_pkt
         off = i * per
         cnt = min(per, job.src.size // 4 - off)
@@ -436,8 +447,11 @@ class Engine(threading.Thread):
         else:
             flags = wire.FLAG_REPAIR
             rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
+        nb = 4 * cnt
+        s = i % self.ep.k
+        hdr = self.ep.batches[s].add(job.peer, job.addr + 4 * off, nb)
         wire.pack_header_into(
-            self.sview,
+            hdr,
             wire.DATA,
             job.stage,
             flags,
@@ -450,13 +464,7 @@ class Engine(threading.Thread):
             rs.eps_id,
             rs.policy.header_budget_us(),
         )
-        nb = 4 * cnt
-        end = wire.HEADER_BYTES + nb
-        self.sview[wire.HEADER_BYTES : end] = job.src.data[4 * off : 4 * off + nb]
-        if self.ep.send(i % self.ep.k, job.peer, self.sview[:end]):
-            self.sent_bytes += nb
-            if not job.first:
-                self.retx += 1
+        staged[s].append((nb, job.first))
 
     def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
         t = rs.timing

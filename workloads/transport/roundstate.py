@@ -29,6 +29,7 @@ class SendJob:
     first: bool
     pos: int = 0
     cancelled: bool = False
+    addr: int = 0  # address of src's first byte (the batched send points its iovec there)
 
     def unsent(self, i: int) -> bool:
         """True if packet i is still due from this (first-transmission) job."""
