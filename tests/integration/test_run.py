@@ -36,7 +36,7 @@ def _ours() -> set[int]:
     Workers, incast senders, iperf3 and node shells all run in the emulated hosts'
     namespaces, so after a run there must be none (whoever else uses the root namespace).
     """
-    root = os.readlink("/proc/1/ns/net")
+    root = os.readlink("/proc/self/ns/net")  # the test runs in the machine's namespace
     out = set()
     for e in os.listdir("/proc"):
         if not e.isdigit():
