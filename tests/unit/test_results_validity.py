@@ -77,3 +77,14 @@ def test_cpu_pressure_and_tcp_counters_parse():
     c = validity.parse_tcp_counters(netstat, snmp)
     assert c == {"TCPTimeouts": 7, "TCPLossProbes": 3, "RetransSegs": 42}
     assert validity.counter_delta(c, {**c, "TCPTimeouts": 10})["TCPTimeouts"] == 3
+
+
+def test_cpu_wait_is_the_longest_single_thread_wait():
+    from workloads.recorder import max_wait_ms, schedstat_waits
+
+    before = {"1": 1_000_000, "2": 5_000_000}
+    after = {"1": 4_000_000, "2": 6_000_000, "3": 2_500_000}  # thread 3 started mid-round
+    assert max_wait_ms(before, after) == 3.0
+    assert max_wait_ms({}, {}) == 0.0
+    now = schedstat_waits()
+    assert now and all(w >= 0 for w in now.values())  # this process's own threads, live

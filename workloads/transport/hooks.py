@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from workloads.recorder import schedstat_wait_ns
+from workloads.recorder import max_wait_ms, schedstat_waits
 
 __all__ = [
     "HOOKS",
@@ -161,7 +161,7 @@ def tcp_hook(state: TcpState, bucket: dist.GradBucket) -> torch.futures.Future[t
         state.iteration += 1
     nbytes = bucket.buffer().numel() * bucket.buffer().element_size()
     world, rank, index = state.world, dist.get_rank(), bucket.index()
-    wait0 = schedstat_wait_ns()
+    wait0 = schedstat_waits()
     t0 = time.monotonic()
     fut = default_hooks.allreduce_hook(state.process_group, bucket)
 
@@ -183,7 +183,7 @@ def tcp_hook(state: TcpState, bucket: dist.GradBucket) -> torch.futures.Future[t
                     latency_ms=(t1 - t0) * 1e3,
                     # a ring all-reduce sends 2(N-1)/N of the bucket from every rank
                     bytes=int(2 * (world - 1) * nbytes / world),
-                    cpu_wait_ms=(schedstat_wait_ns() - wait0) / 1e6,
+                    cpu_wait_ms=max_wait_ms(wait0, schedstat_waits()),
                     is_warmup=it == 0,
                 )
             ]
@@ -305,9 +305,9 @@ class UdpState:
         data = t.detach().view(-1).numpy()
         warm = job.iteration < self.reliable_iters
         eps = job.epsilon if self.policy == "dblp" else None
-        wait0 = schedstat_wait_ns()
+        wait0 = schedstat_waits()
         total, stats = self.tar.allreduce(data, epsilon=eps, eps_id=job.eps_id, reliable=warm)
-        cpu_wait_ms = (schedstat_wait_ns() - wait0) / 1e6
+        cpu_wait_ms = max_wait_ms(wait0, schedstat_waits())
         self.sink.add(self._rows(job, stats, cpu_wait_ms, warm))
         out = torch.from_numpy(np.asarray(total, dtype=np.float32)).view_as(t)
         # into the bucket's own buffer: the transport may reuse its output array next round
