@@ -19,6 +19,9 @@ Topo = Literal["fattree", "leafspine", "dumbbell", "star"]
 Transport = Literal["dblp", "optireduce", "reliable", "tcp"]
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
 Impair = Literal["auto", "netem", "iptables", "nft"]
+Model = Literal["cnn", "resnet"]
+Phase = Literal["on", "off"]
+OptiMode = Literal["adaptive", "fixed"]
 
 #: Fields that say where or how results are shown, not what is measured.
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
@@ -55,7 +58,7 @@ class RunSpec(BaseModel):
     # workload
     workload: Workload = "train"
     transport: Transport = "dblp"
-    model: Literal["cnn", "resnet"] = "cnn"
+    model: Model = "cnn"
     workers: int = Field(4, ge=1)
     epochs: int = Field(5, ge=1)
     steps: int | None = Field(None, ge=1, description="cap on training steps (all epochs)")
@@ -63,11 +66,11 @@ class RunSpec(BaseModel):
     lr: float = Field(0.1, gt=0)
     bucket_cap_mb: float = Field(25.0, gt=0)
     pace_mbps: float | None = Field(None, gt=0, description="UDP pacing per rank; None: 0.95 x bw")
-    phase: Literal["on", "off"] = "on"
+    phase: Phase = "on"
     eps_critical: float | None = Field(None, ge=0, lt=1)
     eps_stable: float | None = Field(None, ge=0, lt=1)
     epsilon: float | None = Field(None, ge=0, lt=1, description="allreduce workload / phase off")
-    optireduce_mode: Literal["adaptive", "fixed"] = "adaptive"
+    optireduce_mode: OptiMode = "adaptive"
     rescale: bool = False
     t_max_ms: float | None = Field(None, gt=0)
     resync_every: int | None = Field(None, ge=1)
@@ -88,14 +91,14 @@ class RunSpec(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> RunSpec:
         if self.topo == "fattree" and self.k % 2:
-            raise ValueError("k must be even for a fat-tree")
+            raise ValueError("k: must be even for a fat-tree")
         if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
             raise ValueError(
-                "epsilon pins ε only with phase off (or in the allreduce workload); "
+                "epsilon: pins ε only with phase off (or in the allreduce workload); "
                 "with the phase controller on, set eps_critical / eps_stable"
             )
         if self.topo_file is not None and not self.topo_file.exists():
-            raise ValueError(f"topo_file {self.topo_file} does not exist")
+            raise ValueError(f"topo_file: {self.topo_file} does not exist")
         return self
 
     def spec_hash(self) -> str:
@@ -113,8 +116,11 @@ class RunSpec(BaseModel):
 
 def _first_error(err: ValidationError) -> SpecError:
     e = err.errors()[0]
-    field = ".".join(str(p) for p in e["loc"]) or "spec"
-    return SpecError(field, e["msg"])
+    if e["loc"]:
+        return SpecError(".".join(str(p) for p in e["loc"]), e["msg"])
+    # a cross-field rule: its message starts with the field it blames ("k: ...")
+    field, _, msg = e["msg"].removeprefix("Value error, ").partition(": ")
+    return SpecError(field, msg)
 
 
 def build_spec(config: Path | None = None, **flags) -> RunSpec:

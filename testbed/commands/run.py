@@ -13,54 +13,27 @@ import sys
 import time
 from enum import Enum, StrEnum
 from pathlib import Path
+from typing import get_args
 
 import typer
 from rich.console import Console
 
+from testbed import spec as spec_types
 from testbed.spec import RunSpec, SpecError, build_spec
 
 
-class TopoName(StrEnum):
-    fattree = "fattree"
-    leafspine = "leafspine"
-    dumbbell = "dumbbell"
-    star = "star"
+def _choices(name: str, literal) -> type[StrEnum]:
+    """A str Enum of a spec Literal, so `--help` lists the choices the spec accepts."""
+    return StrEnum(name, {v: v for v in get_args(literal)})
 
 
-class TransportName(StrEnum):
-    dblp = "dblp"
-    optireduce = "optireduce"
-    reliable = "reliable"
-    tcp = "tcp"
-
-
-class WorkloadName(StrEnum):
-    train = "train"
-    allreduce = "allreduce"
-    iperf3 = "iperf3"
-    ping = "ping"
-
-
-class ModelName(StrEnum):
-    cnn = "cnn"
-    resnet = "resnet"
-
-
-class PhaseMode(StrEnum):
-    on = "on"
-    off = "off"
-
-
-class OptiMode(StrEnum):
-    adaptive = "adaptive"
-    fixed = "fixed"
-
-
-class ImpairName(StrEnum):
-    auto = "auto"
-    netem = "netem"
-    iptables = "iptables"
-    nft = "nft"
+TopoName = _choices("TopoName", spec_types.Topo)
+TransportName = _choices("TransportName", spec_types.Transport)
+WorkloadName = _choices("WorkloadName", spec_types.Workload)
+ModelName = _choices("ModelName", spec_types.Model)
+PhaseMode = _choices("PhaseMode", spec_types.Phase)
+OptiMode = _choices("OptiMode", spec_types.OptiMode)
+ImpairName = _choices("ImpairName", spec_types.Impair)
 
 
 def _val(x):
