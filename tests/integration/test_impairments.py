@@ -162,10 +162,14 @@ def test_incast_fills_the_shallow_queue(star5):
     finally:
         bursts = sched.stop()
     s, e = bursts[0]["applied_start_s"], bursts[0]["applied_end_s"]
-    inside = [r["rtt_ms"] for r in rows if s + 0.1 <= r["t_start_s"] and r["t_end_s"] <= e]
+    inside = [r for r in rows if s + 0.1 <= r["t_start_s"] and r["t_end_s"] <= e]
     outside = [r["rtt_ms"] for r in rows if r["t_end_s"] < s or r["t_start_s"] > e + 0.2]
+    # a bin whose pings were all dropped at the full queue has no RTT (NaN): it shows the
+    # incast as loss, so the RTT rise is judged on the bins that got replies
+    answered = [r["rtt_ms"] for r in inside if not math.isnan(r["rtt_ms"])]
+    assert answered, inside
     # 50 x 1500 B at 100 Mbit/s is 6 ms of queue; calm RTT is a fraction of a ms
-    assert statistics.median(inside) > 3.0, inside
+    assert statistics.median(answered) > 3.0, answered
     assert statistics.median(outside) < 1.0, outside
     assert bursts[0]["drops"] > 500
     tc = net.exec("r_0", ["tc", "-s", "qdisc", "show", "dev", intf])
