@@ -128,6 +128,18 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
+#: The CPU-starvation rule (DESIGN §7), used by the run's validity guard and by the report:
+#: a round whose run-queue wait (`cpu_wait_ms`) exceeds FLAG_WAIT_FRACTION of its latency is
+#: flagged, and a run with more than STARVED_FRACTION of its rounds flagged is `starved`.
+FLAG_WAIT_FRACTION = 0.10
+STARVED_FRACTION = 0.05
+
+
+def cpu_flagged(rounds: pd.DataFrame) -> pd.Series:
+    """Per row of a rounds-like frame: did the round wait > FLAG_WAIT_FRACTION for a CPU?"""
+    return rounds["cpu_wait_ms"] > FLAG_WAIT_FRACTION * rounds["latency_ms"]
+
+
 class SchemaError(ValueError):
     """A table or run.json that does not match the schema; names the culprit."""
 
@@ -256,6 +268,9 @@ class RunInfo(BaseModel):
     cpu_pressure: dict[str, float] = Field(default_factory=dict)
     idle_link_mbps: float | None = None  # iperf3 rank 0 -> rank 1 before the run, no bursts
     tcp_counters: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # Datagrams the transport rejected, by reason (e.g. "source", "token", "nonfinite"),
+    # summed over ranks; empty means none. Any count here is a validity warning.
+    rejections: dict[str, int] = Field(default_factory=dict)
     # Anchors: monotonic and realtime clocks read at the same instant.
     monotonic_anchor_s: float = 0.0
     realtime_anchor_s: float = 0.0

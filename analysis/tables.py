@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Runs, load_run, origins
+from analysis.schema import cpu_flagged
 from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
 from analysis.windows import applied_windows, in_burst
 
@@ -37,8 +38,6 @@ PAPER_BASELINE = "optireduce"
 NON_BURST_PRESETS = ("none", "sham")
 #: Published figures of the DBLP paper, both vs OptiReduce (its bounded-time baseline).
 PUBLISHED = {"e2e_reduction_mean": 0.244, "e2e_reduction_max": 0.339, "burst_speedup_max": 5.88}
-#: A round whose CPU run-queue wait exceeds this fraction of its latency is flagged (DESIGN §7).
-FLAG_WAIT_FRACTION = 0.10
 DEFAULT_TARGET_FRACTION = 0.95
 
 
@@ -120,7 +119,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
         n_steps = int(s["step"].nunique()) if not s.empty else 0
         n_bursts = _bursts_during(windows[windows["run_id"] == info.run_id], t_first, t_last, r)
         inb, outb = r[r["in_burst"]], r[~r["in_burst"]]
-        flagged = r["cpu_wait_ms"] > FLAG_WAIT_FRACTION * r["latency_ms"]
+        flagged = cpu_flagged(r)
         rows.append(
             {
                 "run_id": info.run_id,

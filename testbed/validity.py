@@ -2,8 +2,9 @@
 
 Each round carries its run-queue wait (`cpu_wait_ms`, from /proc/<pid>/schedstat);
 a round whose wait exceeds 10% of its latency is flagged, and a run with more than
-5% flagged rounds is `starved`. The run also records system CPU pressure (PSI) and
-each host's TCP counters, so a report can tell loss recovery from CPU starvation.
+5% flagged rounds is `starved` (the rule: `analysis.schema.cpu_flagged`). The run also
+records system CPU pressure (PSI) and each host's TCP counters, so a report can tell loss
+recovery from CPU starvation.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-FLAG_WAIT_FRACTION = 0.10
-STARVED_FRACTION = 0.05
+# The rule's constants live with the results schema, where the report applies it too.
+from analysis.schema import FLAG_WAIT_FRACTION as FLAG_WAIT_FRACTION
+from analysis.schema import STARVED_FRACTION, cpu_flagged
+
 TCP_COUNTERS = ("TCPTimeouts", "TCPLossProbes", "RetransSegs")
 
 
@@ -33,7 +36,7 @@ def judge_rounds(rounds: pd.DataFrame) -> Verdict:
     if rounds.empty:
         return Verdict(0, 0, False)
     r = rounds[(rounds["stage"] == "total") & ~rounds["is_warmup"]]
-    flagged = int((r["cpu_wait_ms"] > FLAG_WAIT_FRACTION * r["latency_ms"]).sum())
+    flagged = int(cpu_flagged(r).sum())
     total = len(r)
     return Verdict(flagged, total, total > 0 and flagged > STARVED_FRACTION * total)
 
