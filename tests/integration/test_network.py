@@ -150,17 +150,29 @@ def _child(k: int, tag: str) -> subprocess.Popen:
 def _recorded(tag: str) -> tuple[set[int], set[int]]:
     """(node pids, their netns inodes) from the child's state dir."""
     try:
-        lines = [ln.split() for ln in (ROOT / tag / "nodes").read_text().splitlines() if ln]
+        text = (ROOT / tag / "nodes").read_text()
     except OSError:
         return set(), set()
+    complete = text[: text.rfind("\n") + 1]  # a line still being appended is not a record yet
+    lines = [ln.split() for ln in complete.splitlines() if ln]
     return {int(f[1]) for f in lines}, {int(f[3]) for f in lines if f[3] != "None"}
+
+
+def _first_node_recorded(tag: str, child: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Return once the child's state dir names a node: bring-up has begun and is under way."""
+    nodes = ROOT / tag / "nodes"
+    deadline = time.monotonic() + timeout
+    while not (nodes.is_file() and nodes.read_text().endswith("\n")):
+        assert child.poll() is None, f"the child exited during bring-up: {child.stderr.read()}"
+        assert time.monotonic() < deadline, f"no node recorded in {nodes} after {timeout:g} s"
+        time.sleep(0.005)
 
 
 def test_sigint_mid_bring_up_leaves_nothing(net):
     before = _snapshot()
     tag = f"test-sigint-{os.getpid()}"
-    child = _child(8, tag)  # 208 nodes: bring-up takes seconds, so 1 s is mid-way
-    time.sleep(1.0)
+    child = _child(8, tag)  # 208 nodes: the first one recorded is far from the last
+    _first_node_recorded(tag, child)
     started, inodes = _recorded(tag)
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
