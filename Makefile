@@ -1,5 +1,5 @@
-# Every target that runs code does its own set-up first (`install`), so each one
-# works on a fresh Debian 12 machine as root: `sudo make demo`, `sudo make test`.
+# Every target that runs code does its own set-up first (`install`), so each one works on a
+# fresh Debian 12 machine as root: `make demo`, `make test` (no sudo: a root-only image has none).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -7,6 +7,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := mininet iperf3 bridge-utils iputils-ping iptables nftables ethtool
 TORCH := torch==2.13.0
+# PyTorch's CPU wheels. On Linux, PyPI's torch is the multi-GB CUDA build; with this index
+# beside it pip picks 2.13.0+cpu. It is used only if it answers (below), so a machine without
+# internet access installs torch from pip's own configuration (e.g. a wheel directory in
+# PIP_FIND_LINKS); `make install TORCH_INDEX=` never asks it.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# "yes" if TORCH_INDEX serves a torch page within 10 s. Checked first because pip, given an
+# unreachable index, warns and carries on only after 5 retries of up to PIP_DEFAULT_TIMEOUT
+# each. Expanded once, when the install recipe runs.
+PROBE_INDEX := import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=10)
+torch_index_ok = $(if $(TORCH_INDEX),$(shell $(PYTHON) -c '$(PROBE_INDEX)' '$(TORCH_INDEX)' >/dev/null 2>&1 && echo yes))
 
 .PHONY: install test unit demo bench lint clean
 
@@ -14,7 +24,7 @@ install: $(STAMP)
 
 # The stamp depends on pyproject.toml, so a changed dependency list re-installs.
 $(STAMP): pyproject.toml
-	@if [ "$$(id -u)" != 0 ]; then echo "make install needs root (apt + network emulation): run it with sudo" >&2; exit 1; fi
+	@if [ "$$(id -u)" != 0 ]; then echo "make install needs root (apt-get, network namespaces): run make as root" >&2; exit 1; fi
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "apt: installing$$missing"; \
@@ -23,9 +33,12 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q $(TORCH)
+	$(eval TORCH_PIP_ARGS := $(if $(torch_index_ok),--extra-index-url $(TORCH_INDEX)))
+	$(if $(TORCH_INDEX),$(if $(TORCH_PIP_ARGS),,@echo "torch: $(TORCH_INDEX) did not answer; installing $(TORCH) from pip's own configuration"))
+	$(BIN)/pip install -q $(TORCH_PIP_ARGS) $(TORCH)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
+	@echo "installed. The CLI is $(BIN)/testbed; to type just 'testbed', run: . $(BIN)/activate"
 
 test: install
 	$(BIN)/pytest -q tests
