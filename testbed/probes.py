@@ -11,17 +11,26 @@ Servers are started with Popen and killed by PID (`iperf3 -s -D` daemons outlive
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import statistics
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-__all__ = ["bin_iperf3", "bin_ping", "parse_iperf3_line", "parse_ping_line", "run_probe"]
+__all__ = [
+    "bin_iperf3",
+    "bin_ping",
+    "iperf3_server",
+    "parse_iperf3_line",
+    "parse_ping_line",
+    "run_probe",
+]
 
 CONTROL_PORT = 5201
 DATA_PORT = 5202
@@ -182,6 +191,31 @@ def _end(proc: subprocess.Popen, timeout: float) -> None:
             proc.wait(3)
 
 
+@contextlib.contextmanager
+def iperf3_server(
+    net, host: str, interval_s: float | None = None, ready_timeout_s: float = 5.0
+) -> Iterator[tuple[subprocess.Popen, _Lines]]:
+    """A one-off `iperf3 -s -1` on the control port in host, yielded once it says it listens.
+
+    Its stdout is read as it comes (`--forceflush`: a pipe would otherwise hold the lines back),
+    so readiness is iperf3's own "Server listening" line, not a guess. Ended by PID on exit.
+    """
+    argv = ["iperf3", "-s", "-1", "-p", str(CONTROL_PORT), "--forceflush"]
+    if interval_s is not None:
+        argv += ["-i", f"{interval_s:g}"]
+    server = _popen(net, host, argv, f"iperf3 server in {host}")
+    try:
+        lines = _Lines(server)
+        if not lines.wait_for("Server listening", ready_timeout_s):
+            raise RuntimeError(
+                f"iperf3 server in {host} did not listen within {ready_timeout_s:g} s: "
+                f"{lines.lines[-3:]}"
+            )
+        yield server, lines
+    finally:
+        _end(server, 0)
+
+
 def run_probe(
     net,
     scheduler,
@@ -206,19 +240,10 @@ def run_probe(
     ip = net.topo.host_ip(dst)
     if kind == "ping":
         return _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, ping_interval_s)
-    interval = f"{max(bin_s, 0.1):g}"
-    server = _popen(
-        net,
-        dst,
-        ["iperf3", "-s", "-1", "-p", str(CONTROL_PORT), "-i", interval, "--forceflush"],
-        f"iperf3 server in {dst}",
-    )
-    try:
-        lines = _Lines(server)
-        if not lines.wait_for("Server listening", 5.0):
-            raise RuntimeError(f"iperf3 server in {dst} did not start: {lines.lines[-3:]}")
+    interval = max(bin_s, 0.1)
+    with iperf3_server(net, dst, interval_s=interval) as (server, lines):
         argv = ["iperf3", "-c", ip, "-p", str(CONTROL_PORT), "--cport", str(DATA_PORT),
-                "-t", f"{duration_s:g}", "-i", interval]  # fmt: skip
+                "-t", f"{duration_s:g}", "-i", f"{interval:g}"]  # fmt: skip
         if protocol == "udp":
             argv += ["-u", "-b", f"{mbps:g}M", "-l", "1400"]
         client = _popen(net, src, argv, f"iperf3 client in {src}")
@@ -232,8 +257,6 @@ def run_probe(
             tail = "\n".join(s for _, s in said.lines[-5:])
             raise RuntimeError(f"iperf3 client {src} -> {dst} failed ({client.returncode}): {tail}")
         return bin_iperf3(lines.lines, run_id)
-    finally:
-        _end(server, 0)
 
 
 def _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, interval_s) -> list[dict]:

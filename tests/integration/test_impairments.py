@@ -9,7 +9,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import time
 
 import pytest
@@ -75,18 +74,14 @@ def udp_totals(net, events, backend, seconds=3.0, mbps=20.0):
     """(lost, sent) datagrams from iperf3's own end-of-test count, the burst rows, the scheduler."""
     sched = BurstScheduler(net, events, backend, "test")
     sched.prepare()
-    server = net.node("h3").popen(["iperf3", "-s", "-1", "-p", "5201"], stdout=subprocess.DEVNULL)
-    net.register_process(server, "iperf3 server")
     try:
-        time.sleep(0.3)
-        sched.start(time.monotonic())
-        argv = ["iperf3", "-c", net.topo.host_ip("h3"), "--cport", "5202", "-u", "-b",
-                f"{mbps:g}M", "-l", "1400", "-t", f"{seconds:g}", "-J"]  # fmt: skip
-        end = json.loads(net.exec("h1", argv, timeout=seconds + 20))["end"]["sum"]
+        with probes.iperf3_server(net, "h3"):  # returns once iperf3 says it listens
+            sched.start(time.monotonic())
+            argv = ["iperf3", "-c", net.topo.host_ip("h3"), "--cport", "5202", "-u", "-b",
+                    f"{mbps:g}M", "-l", "1400", "-t", f"{seconds:g}", "-J"]  # fmt: skip
+            end = json.loads(net.exec("h1", argv, timeout=seconds + 20))["end"]["sum"]
     finally:
         bursts = sched.stop()
-        server.kill()
-        server.wait(5)
     return end["lost_packets"], end["packets"], bursts, sched
 
 
@@ -110,11 +105,16 @@ def test_nth_loss_drops_exactly_every_fifth_packet(bell, backend):
     assert_clean(bell, sched)
 
 
-def test_loss_windows_show_in_the_bins_and_lags_are_small(bell):
+def test_loss_windows_are_applied_in_order_and_show_in_the_bins(bell):
     events = [Event(i, *CORE, "loss", 0.5, {"mode": "random"}, 0.6 + i, 0.9 + i) for i in range(3)]
     rows, bursts, sched = udp_probe(bell, events, "iptables", seconds=3.5)
     windows = [(b["applied_start_s"], b["applied_end_s"]) for b in bursts]
     assert len(windows) == 3 and all(not math.isnan(s) for w in windows for s in w)
+    # never early, each on before it is off, each off before the next is on; how late is the
+    # benchmark's to say (python -m benchmarks.impairment_apply_lag)
+    assert all(b["applied_start_s"] >= b["planned_start_s"] for b in bursts)
+    flat = [t for w in windows for t in w]
+    assert flat == sorted(flat) and len(set(flat)) == len(flat)
     inside = [r["loss"] for r in rows if any(s <= r["t_start_s"] and r["t_end_s"] <= e
                                              for s, e in windows)]  # fmt: skip
     outside = [r["loss"] for r in rows if all(r["t_end_s"] < s or r["t_start_s"] > e
@@ -122,8 +122,7 @@ def test_loss_windows_show_in_the_bins_and_lags_are_small(bell):
     assert inside and outside
     assert statistics.mean(inside) == pytest.approx(0.5, abs=0.12)
     assert statistics.mean(outside) < 0.02  # a loaded machine loses a little on its own
-    lags = [b["applied_start_s"] - b["planned_start_s"] for b in bursts]
-    assert max(lags) < 0.25  # wide bound for a loaded machine; the benchmark reports the lag
+    assert_clean(bell, sched)
 
 
 def test_squeeze_to_a_tenth_shows_in_throughput(bell):
