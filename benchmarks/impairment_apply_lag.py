@@ -1,6 +1,6 @@
 """Benchmark: apply/revert lag per mechanism and measured-vs-configured loss (needs root).
 
-    flock /tmp/dblp-net.lock .venv/bin/python -m testbed.impairments.bench [--events 60]
+    flock /tmp/dblp-net.lock .venv/bin/python -m benchmarks.impairment_apply_lag [--events 60]
 
 On the default fat-tree (k=4, 100 Mbit/s, pfifo 50) with a UDP iperf3 probe h16 -> h1 running:
 lag = applied - planned over every (event, link direction) row, for bursts on heavy's loss
