@@ -94,6 +94,8 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "starved": info.starved,
         "oversubscribed": info.oversubscribed,
         "warnings": "; ".join(info.warnings),
+        "rejections": {k: int(v) for k, v in info.rejections.items() if v},
+        "rejected": int(sum(info.rejections.values())),
         "wall_s": info.wall_s,
         "t0_s": info.t0_s,
         "dir": str(run_dir),
@@ -124,6 +126,29 @@ class Runs:
 
     def table(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
+
+    def only(self, run_ids: Iterable[str]) -> Runs:
+        """The same runs and tables, restricted to run_ids."""
+        keep = set(run_ids)
+        return Runs(
+            runs=self.runs[self.runs["run_id"].isin(keep)].reset_index(drop=True),
+            **{
+                name: df[df["run_id"].isin(keep)].reset_index(drop=True)
+                for name in TABLE_FILES
+                for df in [self.table(name)]
+            },
+        )
+
+    def aggregated(self) -> Runs:
+        """The runs a report may aggregate: status ok. A failed, interrupted or still-running
+        run holds a partial measurement (a shorter training, an earlier accuracy), so it is
+        listed apart, never averaged with complete ones."""
+        return self.only(self.runs.loc[self.runs["status"] == "ok", "run_id"])
+
+    def left_out(self) -> pd.DataFrame:
+        """The runs `aggregated` leaves out: run_id, group, repeat, status, reason."""
+        cols = ["run_id", "workload", "label", "preset", "repeat", "status", "reason"]
+        return self.runs.loc[self.runs["status"] != "ok", cols].reset_index(drop=True)
 
 
 def _tag(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

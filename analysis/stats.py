@@ -42,6 +42,21 @@ class Quantile:
             return f"max {self.value:.2f} (n={self.n})"
         return f"{self.value:.2f}"
 
+    @property
+    def number(self) -> float:
+        """The value a table's numeric column holds: the quantile, or the maximum when there
+        were too few samples (see `rule`); NaN with no samples."""
+        return math.nan if self.n == 0 else self.value
+
+    @property
+    def rule(self) -> str:
+        """What `number` is: "p99 (n=1200)", "max (n=59)" (too few samples), "none (n=0)"."""
+        if self.n == 0:
+            return "none (n=0)"
+        if self.is_max:
+            return f"max (n={self.n})"
+        return f"p{100 * self.q:g} (n={self.n})"
+
     def reported(self) -> float | str | None:
         """The JSON form: a number when the rule holds, else the "max X (n=N)" string."""
         if self.n == 0:

@@ -13,8 +13,15 @@ Definitions (one place, so every table agrees):
   the paper's ratios use `optireduce` labels only, never `tcp`.
 - Training time = rank 0's first step start to its last step end (excludes set-up), falling
   back to run.json wall_s for a run without steps.
-- Every group table carries `validity`: "starved k/n", "failed k/n", ... so a run the emulator
-  could not keep up with, or that did not finish, is visible wherever it was used.
+- Only runs whose status is ok are aggregated (`Runs.aggregated`): a failed, interrupted or
+  still-running run measured part of an experiment (a shorter training, an earlier accuracy),
+  so it appears per run (`runs`, `validity`) and is named in its group's `validity` cell
+  ("left out: interrupted 1"), never averaged with complete runs.
+- Every group table carries `validity`: "starved k/n", "rejected datagrams k/n", ... so a run
+  the emulator could not keep up with, or whose transport saw foreign datagrams, is visible
+  wherever it was used.
+- CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
+  maximum when there were too few samples, and its `*_rule` column says which.
 """
 
 from __future__ import annotations
@@ -68,18 +75,42 @@ def round_level(runs: Runs) -> pd.DataFrame:
     return g
 
 
-def _flags(runs_df: pd.DataFrame) -> str:
-    """e.g. "starved 1/3, failed 1/3"; empty when every run is ok and fed."""
+def rejections_text(rejections: dict[str, int]) -> str:
+    """ "source 3, nonfinite 1": rejected datagrams by reason, most frequent first."""
+    items = sorted(((k, int(v)) for k, v in rejections.items() if v), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {v}" for k, v in items)
+
+
+def _flags(runs_df: pd.DataFrame, left_out: pd.DataFrame | None = None) -> str:
+    """e.g. "starved 1/3, rejected datagrams 1/3, left out: interrupted 1"; empty when every
+    run was ok, fed and clean. left_out: the group's runs that were not aggregated."""
     n = len(runs_df)
     out = []
     k = int(runs_df["starved"].astype(bool).sum())
     if k:
         out.append(f"starved {k}/{n}")
+    if "rejected" in runs_df:
+        k = int((runs_df["rejected"] > 0).sum())
+        if k:
+            out.append(f"rejected datagrams {k}/{n}")
     for status in ("failed", "interrupted", "running"):
         k = int((runs_df["status"] == status).sum())
         if k:
             out.append(f"{status} {k}/{n}")
+    if left_out is not None and len(left_out):
+        counts = left_out["status"].value_counts()
+        out.append("left out: " + ", ".join(f"{s} {k}" for s, k in counts.items()))
     return ", ".join(out)
+
+
+def _left_of(left_out: pd.DataFrame | None, **eq: object) -> pd.DataFrame | None:
+    """The left-out runs matching eq (e.g. workload=..., label=..., preset=...)."""
+    if left_out is None or left_out.empty:
+        return None
+    m = pd.Series(True, index=left_out.index)
+    for k, v in eq.items():
+        m &= left_out[k].isin(v) if isinstance(v, (list, tuple, set)) else left_out[k] == v
+    return left_out[m]
 
 
 def _train_span(steps: pd.DataFrame) -> tuple[float, float]:
@@ -128,6 +159,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
                 "repeat": info.repeat,
                 "status": info.status,
                 "starved": bool(info.starved),
+                "rejected": int(info.rejected),
                 "rounds": len(r),
                 "burst_rounds": len(inb),
                 "burst_mean_ms": float(inb["latency_ms"].mean()) if len(inb) else math.nan,
@@ -158,8 +190,9 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
 
 
 def default_target(metrics: pd.DataFrame) -> float | None:
-    """95% of the lowest group-mean final accuracy: a target every group can be timed to."""
-    acc = metrics.groupby(GROUP)["final_acc"].mean().dropna()
+    """95% of the lowest group-mean final accuracy of the ok runs: a target every group can be
+    timed to."""
+    acc = metrics[metrics["status"] == "ok"].groupby(GROUP)["final_acc"].mean().dropna()
     if acc.empty:
         return None
     return round(DEFAULT_TARGET_FRACTION * float(acc.min()), 4)
@@ -169,8 +202,13 @@ def _est(prefix: str, e: Estimate) -> dict:
     return {prefix: e.mean, f"{prefix}_lo": e.lo, f"{prefix}_hi": e.hi}
 
 
-def latency_table(runs: Runs, rl: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per group: round latency p50/p99/max in and outside bursts (pooled over repeats)."""
+def latency_table(
+    runs: Runs, rl: pd.DataFrame | None = None, left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Per group: round latency p50/p99/max in and outside bursts (pooled over repeats).
+
+    p50_*_ms / p99_*_ms hold the quantile, or the maximum when there were too few rounds for
+    it, and p50_*_rule / p99_*_rule say which ("p99 (n=1200)", "max (n=59)", "none (n=0)")."""
     rl = round_level(runs) if rl is None else rl
     rows = []
     for key, g in rl.groupby(GROUP):
@@ -179,10 +217,13 @@ def latency_table(runs: Runs, rl: pd.DataFrame | None = None) -> pd.DataFrame:
         for name, part in (("all", g), ("in", g[g["in_burst"]]), ("out", g[~g["in_burst"]])):
             lat = part["latency_ms"].to_numpy()
             row[f"rounds_{name}"] = len(lat)
-            row[f"p50_{name}_ms"] = str(quantile(lat, 0.50))
-            row[f"p99_{name}_ms"] = str(quantile(lat, 0.99))
+            for q in (0.50, 0.99):
+                est = quantile(lat, q)
+                row[f"p{100 * q:.0f}_{name}_ms"] = est.number
+                row[f"p{100 * q:.0f}_{name}_rule"] = est.rule
             row[f"max_{name}_ms"] = float(lat.max()) if len(lat) else math.nan
-        row["validity"] = _flags(runs.runs[runs.runs["run_id"].isin(g["run_id"])])
+        used = runs.runs[runs.runs["run_id"].isin(g["run_id"])]
+        row["validity"] = _flags(used, _left_of(left_out, **dict(zip(GROUP, key, strict=True))))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -210,7 +251,11 @@ def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bo
     return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired
 
 
-def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) -> pd.DataFrame:
+def comparisons(
+    metrics: pd.DataFrame,
+    baseline_transports=BASELINE_TRANSPORTS,
+    left_out: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per (workload, preset, label, baseline): burst-round speedup, reductions of training
     time and of time-to-accuracy, Δ final accuracy."""
     rows = []
@@ -243,7 +288,12 @@ def comparisons(metrics: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS) 
                         **_est("acc_delta", dacc),
                         "n": speed.n or red.n,
                         "paired": p_speed and p_time,
-                        "validity": _flags(pd.concat([a, b])),
+                        "validity": _flags(
+                            pd.concat([a, b]),
+                            _left_of(
+                                left_out, workload=workload, preset=preset, label=(label, base)
+                            ),
+                        ),
                     }
                 )
     return pd.DataFrame(rows, columns=_COMPARISON_COLUMNS)
@@ -278,7 +328,9 @@ def _nan_est() -> Estimate:
     return Estimate(math.nan, math.nan, math.nan, 0)
 
 
-def _group_table(metrics: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+def _group_table(
+    metrics: pd.DataFrame, columns: dict[str, str], left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Mean ± CI over repeats of each metric column, per group (columns: metric -> output)."""
     rows = []
     for key, g in metrics.groupby(GROUP):
@@ -286,24 +338,28 @@ def _group_table(metrics: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame
         row["runs"] = len(g)
         for col, out in columns.items():
             row.update(_est(out, mean_ci(g[col].to_numpy())))
-        row["validity"] = _flags(g)
+        row["validity"] = _flags(g, _left_of(left_out, **dict(zip(GROUP, key, strict=True))))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def training_table(metrics: pd.DataFrame, target_acc: float | None) -> pd.DataFrame:
-    """Per group: training time, time-to-accuracy at the target, final accuracy, comm share."""
+def training_table(
+    metrics: pd.DataFrame, target_acc: float | None, left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Per group: training time, time-to-accuracy at the target, final accuracy, comm share.
+    tta_reached: how many of the group's `runs` reached the target (NaN without evaluations)."""
     t = _group_table(
         metrics,
         {"train_s": "train_s", "tta_s": "tta_s", "final_acc": "final_acc"},
+        left_out,
     )
     if t.empty:
         return t
 
-    def reached_of(g: pd.DataFrame) -> str:
+    def reached_of(g: pd.DataFrame) -> float:
         if target_acc is None or g["final_acc"].isna().all():
-            return "–"  # no evaluations (e.g. the allreduce workload): nothing to reach
-        return f"{int(g['tta_s'].notna().sum())}/{len(g)}"
+            return math.nan  # no evaluations (e.g. the allreduce workload): nothing to reach
+        return float(g["tta_s"].notna().sum())
 
     reached = metrics.groupby(GROUP)[["tta_s", "final_acc"]].apply(reached_of)
     comm = metrics.groupby(GROUP)["comm_fraction"].mean()
@@ -313,7 +369,7 @@ def training_table(metrics: pd.DataFrame, target_acc: float | None) -> pd.DataFr
     return t
 
 
-def loss_table(metrics: pd.DataFrame) -> pd.DataFrame:
+def loss_table(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per group: delivered loss in/out of bursts, NACKs, cap hits, drift, bursts per 100 steps."""
     return _group_table(
         metrics,
@@ -327,13 +383,21 @@ def loss_table(metrics: pd.DataFrame) -> pd.DataFrame:
             "drift_max": "replica_drift_max",
             "bursts_per_100_steps": "bursts_per_100_steps",
         },
+        left_out,
     )
 
 
 def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: status, reason, starved, oversubscribed, flagged-round share, warnings."""
+    """One row per run: status, whether it was aggregated, reason, starved, oversubscribed,
+    rejected datagrams (total and by reason), flagged-round share, warnings."""
     cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "starved"]
-    v = runs.runs[[*cols, "oversubscribed", "warnings"]].copy()
+    v = runs.runs[[*cols, "oversubscribed", "rejected", "warnings"]].copy()
+    v.insert(v.columns.get_loc("status") + 1, "aggregated", v["status"] == "ok")
+    v.insert(
+        v.columns.get_loc("rejected") + 1,
+        "rejections",
+        runs.runs["rejections"].map(rejections_text),
+    )
     v = v.merge(metrics[["run_id", "flagged_frac", "rounds", "steps"]], on="run_id", how="left")
     return v.sort_values(GROUP + ["repeat"], ignore_index=True)
 
@@ -379,6 +443,7 @@ def paper_table(comp: pd.DataFrame) -> pd.DataFrame:
                     float(best["burst_speedup_hi"]) if best is not None else math.nan
                 ),
                 "burst_speedup_max_preset": best["preset"] if best is not None else "",
+                "burst_speedup_max_n": int(best["n"]) if best is not None else 0,
                 "published_e2e_reduction_mean": PUBLISHED["e2e_reduction_mean"],
                 "published_e2e_reduction_max": PUBLISHED["e2e_reduction_max"],
                 "published_burst_speedup_max": PUBLISHED["burst_speedup_max"],
@@ -409,20 +474,25 @@ def probe_table(runs: Runs) -> pd.DataFrame:
 
 
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
-    """Every report table, by name; target_acc None picks `default_target`."""
+    """Every report table, by name; target_acc None picks `default_target`.
+
+    Group tables aggregate the ok runs only; `runs` (per-run measurements) and `validity`
+    list every run, with its status."""
     if target_acc is None:
         target_acc = default_target(run_metrics(runs))
-    metrics = run_metrics(runs, target_acc)
-    comp = comparisons(metrics)
+    all_metrics = run_metrics(runs, target_acc)
+    metrics = all_metrics[all_metrics["status"] == "ok"]
+    ok, left = runs.aggregated(), runs.left_out()
+    comp = comparisons(metrics, left_out=left)
     return {
-        "latency": latency_table(runs),
+        "latency": latency_table(ok, left_out=left),
         "comparisons": comp,
         "paper": paper_table(comp),
-        "training": training_table(metrics, target_acc),
-        "loss": loss_table(metrics),
-        "validity": validity_table(runs, metrics),
-        "probes": probe_table(runs),
-        "runs": metrics,
+        "training": training_table(metrics, target_acc, left),
+        "loss": loss_table(metrics, left),
+        "validity": validity_table(runs, all_metrics),
+        "probes": probe_table(ok),
+        "runs": all_metrics,
     }
 
 
@@ -430,7 +500,8 @@ def summary(run_dir: Path) -> dict:
     """One run's end-to-end summary (the orchestrator's --json line).
 
     Quantiles follow the sample rule: a number when trusted, else "max X (n=N)"; None when
-    there is no data for it (e.g. no burst rounds, no evaluations).
+    there is no data for it (e.g. no burst rounds, no evaluations). Numbers keep 4 significant
+    digits (the line is read by people).
     """
     runs = load_run(run_dir)
     rl = round_level(runs)
@@ -440,13 +511,18 @@ def summary(run_dir: Path) -> dict:
     outb = rl.loc[~rl["in_burst"], "latency_ms"].to_numpy()
 
     def num(x: float) -> float | None:
-        return None if x is None or math.isnan(x) else float(x)
+        """4 significant digits: 0.9721 and 647.9, not 0.9721448421478271."""
+        return None if x is None or math.isnan(x) else float(f"{x:.4g}")
+
+    def q(values: np.ndarray, p: float) -> float | str | None:
+        r = quantile(values, p).reported()
+        return num(r) if isinstance(r, float) else r
 
     return {
-        "p50_ms": quantile(lat, 0.50).reported(),
-        "p99_ms": quantile(lat, 0.99).reported(),
-        "p99_in_burst_ms": quantile(inb, 0.99).reported(),
-        "p50_no_burst_ms": quantile(outb, 0.50).reported(),
+        "p50_ms": q(lat, 0.50),
+        "p99_ms": q(lat, 0.99),
+        "p99_in_burst_ms": q(inb, 0.99),
+        "p50_no_burst_ms": q(outb, 0.50),
         "delivered_loss_mean": num(m["loss_mean"]),
         "bursts": int(m["bursts"]),
         "comm_fraction": num(m["comm_fraction"]),

@@ -80,6 +80,7 @@ def write_run(
     cap_hit_in_burst: bool = False,
     nacks_in_burst: int = 0,
     unapplied_event: bool = True,
+    rejections: dict[str, int] | None = None,
 ) -> Path:
     """Write one run folder under root; returns its path. burst_rounds are [lo, hi) ranges."""
     d = Path(root) / run_id
@@ -194,6 +195,7 @@ def write_run(
             warnings=["starved: 12% of rounds waited on the CPU"] if starved else [],
             t0_s=t0,
             wall_s=step_start - t0 + 5.0,
+            rejections=rejections or {},
         ),
     )
     return d
