@@ -1,10 +1,12 @@
 """`testbed clean`: remove the leftovers of crashed runs of *this tool only*.
 
 What counts as ours, and nothing else:
-- state dirs under /run/dblp-testbed/ whose owner process is gone (a live run is left alone);
+- state dirs under /run/dblp-testbed/ whose owner process is gone (a live run is left alone),
+  and ones whose creation or removal was cut short (see `StateDir.create` and `.remove`);
 - in them, recorded processes still alive with the recorded start time (not a reused pid), and
-  every process in a recorded namespace whose netns cookie (never reused, unlike its inode)
-  matches the record, or, on kernels without cookies, that a verified process shows is ours;
+  every process in a recorded namespace that `StateDir.ours` proves is ours: a verified
+  process is in it, or a process in it shows the recorded netns cookie (never reused, unlike
+  the inode). Teardown of a live network makes the same check.
 - named namespaces `dblp-*-<pid>` (capability probes) whose creating pid is gone.
 Our veths are born inside node namespaces and die with them; none is ever in the root namespace.
 """
@@ -22,9 +24,8 @@ from testbed.network import kill_namespaces
 from testbed.statedir import (
     PREFIX,
     StateDir,
-    alive,
+    abandoned,
     all_state_dirs,
-    netns_cookie,
     netns_inode,
     pids_in_netns,
     start_time,
@@ -50,8 +51,10 @@ def clean(dry_run: bool = False) -> CleanReport:
     for sd in all_state_dirs():
         if sd.owner_alive():
             report.live_runs.append(str(sd.path))
-            continue
-        _clean_state_dir(sd, report, dry_run)
+        elif sd.owner() is not None or sd.path.exists():  # not just removed by its owner
+            _clean_state_dir(sd, report, dry_run)
+    for path in abandoned():  # a creation or removal cut short
+        _clean_state_dir(StateDir(path), report, dry_run)
     for name in _named_netns():
         m = _PROBE_NS.match(name)
         if m and start_time(int(m.group(1))) is None:
@@ -63,30 +66,18 @@ def clean(dry_run: bool = False) -> CleanReport:
 
 def _clean_state_dir(sd: StateDir, report: CleanReport, dry_run: bool) -> None:
     report.state_dirs.append(str(sd.path))
-    verified: set[int] = set()
-    recorded_ns = {n.netns for n in sd.nodes()}
-    procs = [(n.pid, n.started) for n in sd.nodes()] + [(p.pid, p.started) for p in sd.procs()]
-    for pid, started in procs:
-        if alive(pid, started):
-            ns = netns_inode(pid)
-            if ns in recorded_ns:
-                verified.add(ns)
-            report.killed.append(pid)
-            if not dry_run:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-    for node in sd.nodes():
-        if node.cookie is None or node.netns in verified:
-            continue
-        inside = pids_in_netns({node.netns})
-        if inside and netns_cookie(inside[0]) == node.cookie:
-            verified.add(node.netns)
-            report.killed += inside
-    report.unverified_netns += len({n.netns for n in sd.nodes() if pids_in_netns({n.netns})}
-                                   - verified)  # fmt: skip
-    if not dry_run:
-        kill_namespaces(verified)
-        sd.remove()
+    ours = sd.ours()  # before any kill: a killed process no longer shows its namespace
+    inside = pids_in_netns(set(ours.netns))
+    report.killed += [*ours.live, *(pid for pid in inside if pid not in ours.live)]
+    others = {n.netns for n in sd.nodes()} - ours.netns
+    report.unverified_netns += len({netns_inode(pid) for pid in pids_in_netns(others)} & others)
+    if dry_run:
+        return
+    for pid in ours.live:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    kill_namespaces(set(ours.netns))
+    sd.remove()
 
 
 def _named_netns() -> list[str]:

@@ -6,22 +6,31 @@ leftovers of a run that died hard (SIGKILL, power loss of the Python process):
     owner   "<pid> <starttime>"              the Python process that owns the network
     nodes   "<name> <pid> <starttime> <netns inode> <netns cookie>"   one line per node shell
     procs   "<pid> <starttime> <what>"       processes registered with the network
+
+A state dir appears under its final name only with its owner file already in it (it is made
+as `.new-<pid>-<starttime>-<tag>` and renamed), and leaves it whole (renamed to `.old-...`,
+then deleted), so `testbed clean`, which removes state dirs whose owner is gone, can never
+take a run that is starting or ending for a crashed one.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import shutil
 import socket
 import struct
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path("/run/dblp-testbed")
 PREFIX = "dblp"  # names this tool gives to root-namespace objects (probe netns, ...)
+INCOMING = ".new-"  # a state dir being created: "<INCOMING><pid>-<starttime>-<tag>"
+OUTGOING = ".old-"  # a state dir being removed, named the same way after its remover
 
 
 def start_time(pid: int) -> int | None:
@@ -109,11 +118,31 @@ class StateDir:
 
     @classmethod
     def create(cls, tag: str | None = None) -> StateDir:
+        """A new state dir owned by this process; it never exists without its owner file.
+
+        It is filled under a name `testbed clean` only removes once its creator (pid and start
+        time, in the name) is gone, then renamed into place: rename is atomic, so a clean
+        running at the same time sees no dir or one whose owner is this live process.
+        """
         tag = tag or f"net-{os.getpid()}-{time.monotonic_ns() % 10**9}"
         path = ROOT / tag
-        path.mkdir(parents=True, exist_ok=False)
-        me = os.getpid()
-        (path / "owner").write_text(f"{me} {start_time(me)}\n")
+        ROOT.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "state dir exists", str(path))
+        incoming = ROOT / f"{INCOMING}{_me()}-{tag}"
+        incoming.mkdir()
+        try:
+            with open(incoming / "owner", "w") as f:
+                f.write(_me().replace("-", " ") + "\n")
+            os.rename(incoming, path)  # an empty dir at `path` is replaced; a filled one is not
+        except OSError as e:
+            shutil.rmtree(incoming, ignore_errors=True)
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise FileExistsError(errno.EEXIST, "state dir exists", str(path)) from e
+            raise
+        except BaseException:
+            shutil.rmtree(incoming, ignore_errors=True)
+            raise
         return cls(path)
 
     def _append(self, file: str, line: str) -> None:
@@ -156,8 +185,36 @@ class StateDir:
         own = self.owner()
         return own is not None and alive(*own)
 
+    def ours(self) -> Ours:
+        """Which recorded processes and namespaces are provably still ours: the one check that
+        both teardown and `testbed clean` use before killing anything (`start_time_check`).
+
+        A namespace a recorded process no longer proves is still ours if a process inside it
+        shows the recorded netns cookie (never reused, unlike the inode)."""
+        nodes = self.nodes()
+        records = [(n.pid, n.started) for n in nodes] + [(p.pid, p.started) for p in self.procs()]
+        recorded = {n.netns for n in nodes}
+        # netns before start time: if the start time still matches afterwards, the pid was the
+        # same process when its namespace was read
+        seen = {pid: (netns_inode(pid), start_time(pid)) for pid, _ in records}
+        ours = start_time_check(records, recorded, seen)
+        proven = set(ours.netns)
+        for node in nodes:
+            if node.cookie is None or node.netns in proven:
+                continue
+            inside = pids_in_netns({node.netns})
+            if inside and netns_cookie(inside[0]) == node.cookie:
+                proven.add(node.netns)
+        return Ours(ours.live, frozenset(proven))
+
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Leave the final name at once (a rename), then delete: a clean never sees it half gone."""
+        outgoing = self.path.with_name(f"{OUTGOING}{_me()}-{self.path.name}")
+        try:
+            os.rename(self.path, outgoing)
+        except OSError:
+            outgoing = self.path  # gone already, or not renamable: delete in place
+        shutil.rmtree(outgoing, ignore_errors=True)
 
 
 def _lines(path: Path) -> list[str]:
@@ -167,10 +224,66 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
+@dataclass(frozen=True)
+class Ours:
+    live: tuple[int, ...]  # recorded processes still running (same pid, same start time)
+    netns: frozenset[int]  # recorded namespaces proven to be the ones we created
+
+
+def start_time_check(
+    records: Iterable[tuple[int, int]],
+    recorded_netns: set[int],
+    seen: Mapping[int, tuple[int | None, int | None]],
+) -> Ours:
+    """The start-time check, pure: `records` are recorded (pid, start time); `seen` maps a pid
+    to (netns inode, start time) as /proc shows them now (None: gone or unreadable).
+
+    A pid is ours only while it has its recorded start time (pids are reused), and a recorded
+    namespace inode only while such a process is in it (inodes of dead namespaces are reused).
+    """
+    live: dict[int, None] = {}
+    netns = set()
+    for pid, started in records:
+        ns, now = seen.get(pid, (None, None))
+        if now is None or now != started:
+            continue
+        live[pid] = None
+        if ns in recorded_netns:
+            netns.add(ns)
+    return Ours(tuple(live), frozenset(netns))
+
+
+def _me() -> str:
+    """This process as `<pid>-<starttime>`: who is creating or removing a state dir."""
+    return f"{os.getpid()}-{start_time(os.getpid())}"
+
+
+def _in_transit(p: Path) -> bool:
+    return p.name.startswith((INCOMING, OUTGOING))
+
+
 def all_state_dirs() -> list[StateDir]:
+    """Every state dir under its final name (ones being created or removed are not listed)."""
     if not ROOT.is_dir():
         return []
-    return [StateDir(p) for p in sorted(ROOT.iterdir()) if p.is_dir()]
+    return [StateDir(p) for p in sorted(ROOT.iterdir()) if p.is_dir() and not _in_transit(p)]
+
+
+def abandoned() -> list[Path]:
+    """State dirs whose creation or removal never finished: the process doing it (pid and start
+    time, in the dir's name) is gone, so nobody will. Being created, they hold only an owner
+    file; being removed, what a dead run left (`testbed clean` already had it, or its owner
+    was dying). One whose creator/remover is alive, or whose name does not parse, is not listed."""
+    if not ROOT.is_dir():
+        return []
+    out = []
+    for p in sorted(ROOT.iterdir()):
+        if not (p.is_dir() and _in_transit(p)):
+            continue
+        _, pid, started, *_tag = [*p.name.split("-", 3), "", ""]  # .new-<pid>-<start>-<tag>
+        if pid.isdigit() and started.isdigit() and not alive(int(pid), int(started)):
+            out.append(p)
+    return out
 
 
 def pids_in_netns(inodes: set[int]) -> list[int]:
