@@ -32,7 +32,7 @@ from testbed import netplan
 from testbed.capabilities import probe
 from testbed.kernel import KernelError, run, run_batch
 from testbed.nsenter import in_netns, offloads_off, write_sysctls
-from testbed.statedir import StateDir, pids_in_netns
+from testbed.statedir import StateDir, netns_inode, pids_in_netns
 from topologies import Topology
 
 __all__ = ["KernelError", "LiveNetwork", "Terminated", "live_network"]
@@ -44,7 +44,11 @@ STEP_TIMEOUT_S = 30.0
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that one cleanup path serves both."""
+    """SIGTERM, raised like Ctrl-C so that one cleanup path serves both; `signum` says which."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
 
 
 class _Mininet(Mininet):
@@ -85,9 +89,9 @@ class _Signals:
 
     @staticmethod
     def _raise(signum: int) -> None:
-        if signum == signal.SIGTERM:
-            raise Terminated("SIGTERM")
-        raise KeyboardInterrupt
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
 
     def checkpoint(self) -> None:
         if self.pending is not None:
@@ -149,8 +153,14 @@ def live_network(
             yield net
         finally:
             signals.deferring = True
-            _tear_down(net)
-        signals.checkpoint()  # a signal that arrived during a normal teardown still counts
+            try:
+                _tear_down(net)
+            finally:
+                # a signal that arrived during teardown still counts, also after a failure
+                # (it is raised with the failure as its context); after a first signal, the
+                # first one is what ended the run
+                if not isinstance(sys.exc_info()[1], KeyboardInterrupt | GeneratorExit):
+                    signals.checkpoint()
 
 
 def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None) -> None:
@@ -273,7 +283,7 @@ def _tear_down(net: LiveNetwork) -> None:
             popen.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 popen.wait(timeout=5.0)  # still alive: kill_namespaces reports it below
-    leftovers = kill_namespaces({r.netns for r in net.state.nodes()})
+    leftovers = kill_namespaces(set(net.state.ours().netns))  # inodes are reused: check first
     for host in list(net.mininet.hosts):
         if host.shell is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -292,7 +302,11 @@ def _tear_down(net: LiveNetwork) -> None:
 
 
 def kill_namespaces(inodes: set[int], timeout: float = 5.0) -> list[int]:
-    """SIGKILL every process in the given network namespaces; return any still alive after."""
+    """SIGKILL every process in the given network namespaces; return any still alive after.
+
+    Only namespaces proven ours (`StateDir.ours`) belong here. A pid is signalled through a
+    pidfd opened before its namespace is read again, so a pid that died and was reused since
+    the scan is never hit."""
     if not inodes:
         return []
     deadline = time.monotonic() + timeout
@@ -301,6 +315,21 @@ def kill_namespaces(inodes: set[int], timeout: float = 5.0) -> list[int]:
         if not pids or time.monotonic() > deadline:
             return pids
         for pid in pids:  # again each round: a dying shell may just have forked
+            _kill_if_in(pid, inodes)
+        time.sleep(0.02)
+
+
+def _kill_if_in(pid: int, inodes: set[int]) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # gone (or no pidfd on this kernel: the pid was just seen in the netns)
+        if netns_inode(pid) in inodes:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.02)
+        return
+    try:
+        if netns_inode(pid) in inodes:  # the pidfd pins this process: same pid, same process
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+    finally:
+        os.close(fd)
