@@ -21,22 +21,18 @@ from testbed import probes, schedule
 from testbed.schedule import Event
 from testbed.scheduler import BurstScheduler
 from topologies import fattree
+from topologies.model import Direction
 
 WORKERS = ["h1", "h5", "h9", "h13"]
 
 
-def _bursts(directions, kind, magnitude, params, n, width_s, every_s, start_s=0.3):
+def _bursts(topo, directions, kind, magnitude, params, n, width_s, every_s, start_s=0.3):
     return [
-        Event(i, "-".join(sorted(d.split("->"))), d, kind, magnitude, dict(params),
+        Event(i, topo.link(d.src, d.dst).name, d, kind, magnitude, dict(params),
               start_s + i * every_s, start_s + i * every_s + width_s)
         for i in range(n)
         for d in directions
     ]  # fmt: skip
-
-
-def _link_name(topo, direction: str) -> str:
-    a, b = direction.split("->")
-    return topo.link(a, b).name
 
 
 def _run(net, events, backend, seconds, mbps=20.0):
@@ -89,7 +85,9 @@ def main() -> None:
 
     topo = fattree(4)
     heavy = [
-        "r_a0_0->r_c0_0", "r_a0_0->r_c0_1", "r_a0_1->r_c1_0", "r_a0_1->r_c1_1", "r_e0_0->h1",
+        Direction.parse(d)
+        for d in ("r_a0_0->r_c0_0", "r_a0_0->r_c0_1", "r_a0_1->r_c1_0", "r_a0_1->r_c1_1",
+                  "r_e0_0->h1")
     ]  # fmt: skip
     n, width, every = args.events, 0.05, 0.15
     seconds = 0.3 + n * every + 0.3
@@ -106,15 +104,12 @@ def main() -> None:
             ("tc class change (squeeze 10%)", "iptables", "squeeze", 0.1, {}),
         ]
         for name, backend, kind, mag, params in cases:
-            events = _bursts(heavy, kind, mag, params, n, width, every)
-            events = [
-                Event(**{**e.__dict__, "link": _link_name(topo, e.direction)}) for e in events
-            ]
+            events = _bursts(topo, heavy, kind, mag, params, n, width, every)
             _, bursts = _run(net, events, backend, seconds)
             print(_lag_row(name, bursts))
         pairs = schedule.incast_senders(topo, "h9", WORKERS, 4, sham=False)
         inc = [
-            Event(i, topo.link("r_e2_0", "h9").name, "r_e2_0->h9", "incast", 3.0,
+            Event(i, topo.link("r_e2_0", "h9").name, Direction("r_e2_0", "h9"), "incast", 3.0,
                   {"pairs": pairs, "mbps_per_sender": 75.0, "sham": False},
                   0.3 + i * every, 0.3 + i * every + width)
             for i in range(n)
@@ -130,7 +125,8 @@ def main() -> None:
         for backend in ("iptables", "nft"):
             for mode in ("random", "nth"):
                 for p in (0.01, 0.05, 0.2, 0.5):
-                    ev = Event(0, topo.link("r_e0_0", "h1").name, "r_e0_0->h1", "loss", p,
+                    ev = Event(0, topo.link("r_e0_0", "h1").name, Direction("r_e0_0", "h1"),
+                               "loss", p,
                                {"mode": mode}, 0.0, 1e6)  # fmt: skip
                     lost, sent, drops = _constant_loss(net, ev, backend, args.loss_seconds)
                     print(

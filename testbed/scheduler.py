@@ -25,6 +25,7 @@ from typing import Any
 from testbed.impairments.applier import ShellApplier, make_realtime, realtime_prefix
 from testbed.impairments.base import Egress, Impairment, egress_of
 from testbed.schedule import Change, Event, timeline
+from topologies.model import Direction
 
 __all__ = ["BurstScheduler"]
 
@@ -42,13 +43,13 @@ class BurstScheduler:
         self._shells: dict[str, ShellApplier] = {}
         self._mechs: dict[str, Impairment] = {}
         self._prepared: list[Impairment] = []
-        self._egress: dict[str, Egress] = {}
-        self._applied_start: dict[tuple[int, str], float] = {}
-        self._applied_end: dict[tuple[int, str], float] = {}
-        self._count_start: dict[tuple[int, str], int] = {}
-        self._drops: dict[tuple[int, str], int] = {}
-        self._last_count: dict[tuple[str, str], int] = {}
-        self._active: dict[tuple[str, str], Change] = {}
+        self._egress: dict[Direction, Egress] = {}
+        self._applied_start: dict[tuple[int, Direction], float] = {}
+        self._applied_end: dict[tuple[int, Direction], float] = {}
+        self._count_start: dict[tuple[int, Direction], int] = {}
+        self._drops: dict[tuple[int, Direction], int] = {}
+        self._last_count: dict[tuple[Direction, str], int] = {}
+        self._active: dict[tuple[Direction, str], Change] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -166,7 +167,7 @@ class BurstScheduler:
                 self._applied_start[(eid, c.direction)] = applied
         self._count(group, was_active)
 
-    def _count(self, group: list[Change], was_active: set[tuple[str, str]]) -> None:
+    def _count(self, group: list[Change], was_active: set[tuple[Direction, str]]) -> None:
         """Read the drop counters of the link directions where an event starts or ends."""
         bounds = [c for c in group if c.starts or c.ends]
         by_mech: dict[int, tuple[Impairment, list[Egress]]] = {}
@@ -220,7 +221,7 @@ class BurstScheduler:
         ]
         self._apply_group(cut)
 
-    def _open_events(self, direction: str, kind: str) -> list[int]:
+    def _open_events(self, direction: Direction, kind: str) -> list[int]:
         return [
             e.event_id
             for e in self.events
@@ -264,7 +265,7 @@ class BurstScheduler:
                     "run_id": self.run_id,
                     "event_id": e.event_id,
                     "link": e.link,
-                    "direction": e.direction,
+                    "direction": str(e.direction),
                     "kind": e.kind,
                     "magnitude": float(e.magnitude),
                     "planned_start_s": self.t0 + e.planned_start_s,

@@ -39,6 +39,28 @@ class Node:
     pod: int | None = None
 
 
+@dataclass(frozen=True, order=True)
+class Direction:
+    """One direction of a link: the egress of `src` towards `dst`, written ``src->dst``.
+
+    The written form is what the `bursts` table and `bursts show` hold. Node names are letters,
+    digits and _ (all above "-"), so directions sort as their written forms do.
+    """
+
+    src: str
+    dst: str
+
+    def __str__(self) -> str:
+        return f"{self.src}->{self.dst}"
+
+    @classmethod
+    def parse(cls, text: str) -> Direction:
+        src, arrow, dst = text.partition("->")
+        if not (arrow and src and dst) or "->" in dst:
+            raise ValueError(f"link direction {text!r}: expected 'node->peer'")
+        return cls(src, dst)
+
+
 @dataclass(frozen=True)
 class Link:
     """One full-duplex link. `a` is the end nearer the hosts: a->b is the uplink direction."""
@@ -52,6 +74,14 @@ class Link:
     @property
     def name(self) -> str:
         return f"{self.a}-{self.b}"
+
+    @property
+    def up(self) -> Direction:
+        return Direction(self.a, self.b)
+
+    @property
+    def down(self) -> Direction:
+        return Direction(self.b, self.a)
 
 
 @dataclass(frozen=True)

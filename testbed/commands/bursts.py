@@ -69,7 +69,7 @@ def show(
             f"{e.planned_end_s:.3f}",
             e.kind,
             f"{e.magnitude:g}",
-            e.direction,
+            str(e.direction),
             json.dumps(params),
         )
     console = Console()

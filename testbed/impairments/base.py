@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from testbed.impairments.applier import ShellApplier
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["Batch", "Egress", "Impairment", "Ticket", "egress_of", "shell_ticket"]
 
@@ -32,12 +33,12 @@ class Egress:
     is_host: bool
 
     @property
-    def direction(self) -> str:
-        return f"{self.node}->{self.peer}"
+    def direction(self) -> Direction:
+        return Direction(self.node, self.peer)
 
 
-def egress_of(topo, direction: str) -> Egress:
-    node, peer = direction.split("->")
+def egress_of(topo, direction: Direction) -> Egress:
+    node, peer = direction.src, direction.dst
     link = topo.link(node, peer)
     is_host = topo.node(node).kind == "host"
     return Egress(node, peer, topo.intf(node, peer), link.mbps, link.queue, is_host)
@@ -126,7 +127,7 @@ class Impairment(ABC):
     def flush(self) -> None:  # noqa: B027 - optional hook: most mechanisms send at once
         """Send what apply/revert queued (mechanisms that batch per namespace override this)."""
 
-    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
         """Counters of many egresses, by direction (overridden to read a namespace at once)."""
         return {e.direction: self.drops(e) for e in egresses}
 

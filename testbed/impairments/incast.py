@@ -17,7 +17,8 @@ from testbed.impairments.applier import ShellApplier
 from testbed.impairments.base import Egress, Impairment, Ticket
 from testbed.impairments.tc_stats import read_leaf_drops
 from testbed.kernel import KernelError
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["IncastSenders", "SenderProcess"]
 
@@ -106,7 +107,7 @@ class IncastSenders(Impairment):
     def drops(self, egress: Egress) -> int:
         return self.drops_many([egress])[egress.direction]
 
-    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
         return read_leaf_drops(self.shell, egresses)
 
     def close(self) -> None:

@@ -16,7 +16,8 @@ import shlex
 from collections.abc import Sequence
 
 from testbed.impairments.base import Egress, LossRules, Ticket
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["IptablesLoss", "drop_counts", "exemption_specs", "loss_spec", "nth_every"]
 
@@ -94,7 +95,7 @@ class IptablesLoss(LossRules):
         spec = loss_spec(egress.intf, drop, probability, mode)
         return self._queue(egress.node, shlex.join(["-R", CHAIN, str(num), *spec]))
 
-    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
         """One `iptables-legacy -L` per namespace, all namespaces in parallel."""
         nodes = list(dict.fromkeys(e.node for e in egresses))
         seqs = {n: self.shell(n).submit([*IPT, "-L", "-v", "-x", "-n"]) for n in nodes}

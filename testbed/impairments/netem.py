@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from testbed import shaping
 from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
 from testbed.impairments.tc_stats import leaf_drops
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["NetemLeaf", "check_netem", "netem_commands"]
 
@@ -53,7 +54,7 @@ class NetemLeaf(Impairment):
             self._caps = capabilities.probe()
         self._state: dict[str, tuple[float, float]] = {}
         self._egresses = {e.direction: e for e in egresses}
-        self._counted: dict[str, int] = {}
+        self._counted: dict[Direction, int] = {}
         check_netem(self._caps, events)
 
     def _set(self, egress: Egress, loss: float, delay_ms: float) -> Ticket:

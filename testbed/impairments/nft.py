@@ -19,7 +19,8 @@ from testbed.impairments.iptables import (
     PROBE_DATA_PORT,
     nth_every,
 )
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["NftLoss", "counter_packets", "loss_expr"]
 
@@ -88,7 +89,7 @@ class NftLoss(LossRules):
         line = " ".join(["replace", "rule", *TABLE, chain, "handle", handle, *expr])
         return self._queue(egress.node, line)
 
-    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
         """One `nft list counters` per namespace, all namespaces in parallel."""
         nodes = list(dict.fromkeys(e.node for e in egresses))
         argv = ["nft", "list", "counters", "table", *TABLE]

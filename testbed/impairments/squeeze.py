@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from testbed import shaping
 from testbed.impairments.base import BatchedImpairment, Egress, Ticket
 from testbed.impairments.tc_stats import read_leaf_drops
-from testbed.schedule import Event
+from testbed.schedule.events import Event
+from topologies.model import Direction
 
 __all__ = ["HtbSqueeze"]
 
@@ -36,7 +37,7 @@ class HtbSqueeze(BatchedImpairment):
         self._squeezed.discard(egress.direction)
         return self._rate(egress, egress.mbps)
 
-    def drops_many(self, egresses: Sequence[Egress]) -> dict[str, int]:
+    def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
         return read_leaf_drops(self.shell, egresses)
 
     def close(self) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from topologies.model import Direction
+
 __all__ = ["leaf_drops", "leaf_drops_by_dev", "read_leaf_drops"]
 
 _DROPPED = re.compile(r"dropped (\d+)")
@@ -46,7 +48,7 @@ def leaf_drops_by_dev(tc_output: str, handle: str = "10:") -> dict[str, int]:
     return out
 
 
-def read_leaf_drops(shells, egresses) -> dict[str, int]:
+def read_leaf_drops(shells, egresses) -> dict[Direction, int]:
     """Leaf drops of many egresses: one `tc -s qdisc show` per namespace, in parallel."""
     nodes = list(dict.fromkeys(e.node for e in egresses))
     seqs = {n: shells(n).submit(["tc", "-s", "qdisc", "show"]) for n in nodes}

@@ -18,10 +18,11 @@ from testbed.presets import parse_preset
 from testbed.schedule import Event
 from testbed.scheduler import BurstScheduler
 from topologies import dumbbell, star
+from topologies.model import Direction
 
 pytestmark = pytest.mark.require_root
 
-CORE = ("r_left-r_right", "r_left->r_right")  # dumbbell: h1, h2 left; h3, h4 right
+CORE = ("r_left-r_right", Direction("r_left", "r_right"))  # dumbbell: h1, h2 left; h3, h4 right
 NETEM = os.geteuid() == 0 and capabilities.probe().netem
 
 

@@ -8,12 +8,13 @@ from testbed import presets, schedule
 from testbed.presets import parse_preset
 from testbed.schedule import Event, ScheduleError, generate, timeline
 from topologies import fattree, star
+from topologies.model import Direction
 
 TOPO = fattree(4)
 WORKERS = ["h1", "h5", "h9", "h13"]
 
 
-def ev(i, start, end, mag, kind="loss", direction="x->y", **params):
+def ev(i, start, end, mag, kind="loss", direction=Direction("x", "y"), **params):
     return Event(i, "y-x", direction, kind, mag, params or {"mode": "random"}, start, end)
 
 
@@ -36,7 +37,7 @@ def test_same_seed_same_events_other_seed_other_events():
 
 def test_heavy_targets_pod0_agg_uplinks_and_worker0_downlink():
     events = generate(presets.load("heavy"), TOPO, WORKERS, 30, seed=0)
-    loss = {e.direction for e in events if e.kind == "loss"}
+    loss = {str(e.direction) for e in events if e.kind == "loss"}
     assert loss == {
         "r_a0_0->r_c0_0",
         "r_a0_0->r_c0_1",
@@ -50,7 +51,7 @@ def test_heavy_targets_pod0_agg_uplinks_and_worker0_downlink():
 
 def test_heavy_covers_the_run_and_is_on_a_fifth_of_the_time():
     events = generate(presets.load("heavy"), TOPO, WORKERS, 300, seed=1)
-    loss = [e for e in events if e.direction == "r_e0_0->h1"]
+    loss = [e for e in events if e.direction == Direction("r_e0_0", "h1")]
     assert max(e.planned_start_s for e in loss) > 299
     on = sum(e.planned_end_s - e.planned_start_s for e in loss) / 300
     assert 0.17 < on < 0.23  # 0.1 s every 0.1 + Exp(0.4) s
@@ -65,7 +66,7 @@ def test_sham_has_heavys_windows_on_idle_hosts():
     assert incast and all(e.params["sham"] for e in incast)
     touched = {h for e in incast for pair in e.params["pairs"] for h in pair}
     assert not touched & set(WORKERS)
-    assert all(e.direction.split("->")[1] not in WORKERS for e in incast)
+    assert all(e.direction.dst not in WORKERS for e in incast)
 
 
 def test_role_targeting_on_fattree4():
@@ -85,16 +86,16 @@ targets = [
 ]"""
     ).streams[0]
     up, down, wup, named = (resolve(TOPO, x, WORKERS) for x in t.targets)
-    assert sorted(d for _, d in up) == [
+    assert sorted(str(d) for _, d in up) == [
         "r_e1_0->r_a1_0",
         "r_e1_0->r_a1_1",
         "r_e1_1->r_a1_0",
         "r_e1_1->r_a1_1",
     ]
-    assert len(down) == 4 and all(d.startswith("r_c") and d.endswith(("r_a3_0", "r_a3_1"))
+    assert len(down) == 4 and all(d.src.startswith("r_c") and d.dst in ("r_a3_0", "r_a3_1")
                                   for _, d in down)  # fmt: skip
-    assert wup == [("h9-r_e2_0", "h9->r_e2_0")]
-    assert named == [("h16-r_e3_1", "r_e3_1->h16")]
+    assert wup == [("h9-r_e2_0", Direction("h9", "r_e2_0"))]
+    assert named == [("h16-r_e3_1", Direction("r_e3_1", "h16"))]
     with pytest.raises(ScheduleError, match="worker 7"):
         resolve(TOPO, t.targets[2].model_copy(update={"worker": 7}), WORKERS)
 
@@ -189,3 +190,21 @@ targets = [{ role = "tier_uplinks", tier = "aggregation", pod = 0 }]"""
     one = [c for c in timeline(events) if c.direction == first[0].direction]
     values = {c.value for c in one}
     assert values <= {0.0, 0.5, None} and 0.5 in values and len(one) > 5
+
+
+def test_link_direction_is_written_and_parsed_as_x_arrow_y():
+    d = Direction("r_e0_0", "h1")
+    assert str(d) == "r_e0_0->h1" and Direction.parse("r_e0_0->h1") == d
+    assert TOPO.link("h1", "r_e0_0").down == d and TOPO.link("h1", "r_e0_0").up == Direction(
+        "h1", "r_e0_0"
+    )
+    for bad in ("r_e0_0", "->h1", "r_e0_0->", "a->b->c"):
+        with pytest.raises(ValueError, match="node->peer"):
+            Direction.parse(bad)
+    names = [str(lk.up) for lk in TOPO.links] + [str(lk.down) for lk in TOPO.links]
+    assert [str(x) for x in sorted(map(Direction.parse, names))] == sorted(names)
+
+
+def test_events_write_their_direction_as_text():
+    e = generate(presets.load("heavy"), TOPO, WORKERS, 5, seed=0)[0]
+    assert e.to_dict()["direction"] == str(e.direction) and "->" in e.to_dict()["direction"]
