@@ -1,14 +1,20 @@
-"""report.md for one or many runs: validity first, then the headline, tables and figures.
+"""report.md for one or many runs: a one-screen headline, tables, figures, then validity.
 
-A run that failed, was interrupted, is still marked running, or was starved of CPU says so at
-the top, before any number, so a reader never takes a partial measurement for a result.
-Each table is also written as CSV (numbers, not formatted strings) under `tables/`.
+The first screen is the title, ONE validity block summarising what is wrong with the runs
+("23 of 23 runs STARVED …, see Validity"), the headline table and a line of definitions.
+Tables follow grouped by workload (comparisons by baseline), with units in their headers and
+numbers formatted for people; the per-run details (every warning, every left-out run) come
+at the end. Each table is also written as CSV under `tables/`: numbers in numeric columns
+(NaN for missing), text in text columns.
+
+Only runs with status ok are aggregated; a failed, interrupted or still-running run is
+listed under "Runs not aggregated" with its status and reason.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,108 +23,122 @@ import pandas as pd
 
 from analysis.figures import make_figures
 from analysis.load import Runs, load_runs, mixed_specs
-from analysis.tables import GROUP, PUBLISHED, build_tables
+from analysis.schema import FLAG_WAIT_FRACTION
+from analysis.tables import PAPER_BASELINE, PUBLISHED, build_tables, rejections_text
 
-#: Tables in report order, with their headings.
-SECTIONS = {
-    "paper": "Paper's ratios vs optireduce, beside the published figures",
-    "latency": "Round latency (ms, max over ranks) in and outside bursts",
-    "comparisons": "Each transport vs each baseline (burst-round speedup, e2e reduction, Δ acc)",
-    "training": "Training time, time-to-accuracy, final accuracy",
-    "loss": "Delivered loss, repairs, cap hits, replica drift, bursts",
-    "validity": "Validity of each run",
-    "probes": "Probe workloads (iperf3 / ping) in and outside bursts",
-}
-
-FIGURE_TITLES = {
-    "latency_cdf": "Round-latency CDF",
-    "latency_timeline": "Round latency over time (bursts shaded)",
-    "accuracy_vs_time": "Test accuracy vs wall time",
-    "epsilon_loss": "ε and delivered loss over training",
-    "headline_ratios": "Headline ratios vs optireduce",
-}
+#: Runs named in a summary line before it says "and k more".
+NAMED_RUNS = 3
 
 
-#: Short headers for the terminal's headline table (paper = the published figure).
-HEADLINE_NAMES = {
-    "baseline": "vs",
-    "e2e_reduction_mean": "e2e cut mean",
-    "published_e2e_reduction_mean": "paper mean",
-    "e2e_reduction_max": "e2e cut max",
-    "published_e2e_reduction_max": "paper max",
-    "burst_speedup_max": "burst speedup max [95% CI]",
-    "published_burst_speedup_max": "paper speedup",
-}
+# ---------------------------------------------------------------------------- formatting
 
 
-@dataclass(frozen=True)
-class Report:
-    path: Path
-    tables: dict[str, pd.DataFrame]
-    figures: dict[str, Path]
-    headline_title: str
-    headline: pd.DataFrame  # display strings
-    warnings: tuple[str, ...]
+def _nan(x: object) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def run_warnings(runs: Runs) -> list[str]:
-    """One line per run that is not a clean, complete, well-fed measurement."""
-    out = []
-    for r in runs.runs.itertuples(index=False):
-        if r.status != "ok":
-            why = f": {r.reason}" if r.reason else ""
-            out.append(f"run `{r.run_id}` is **{r.status.upper()}**{why} (partial data)")
-        warns = [w for w in r.warnings.split("; ") if w]
-        if r.starved:
-            detail = "".join(f"; {w}" for w in warns if w.startswith("starved"))
-            out.append(
-                f"run `{r.run_id}` is **STARVED** (the emulator could not keep up; "
-                f"its latencies measure the CPU, not the network{detail})"
-            )
-        if r.oversubscribed:
-            out.append(f"run `{r.run_id}` ran **oversubscribed** (more workers than cores)")
-        # the flags above already say what the orchestrator's own warnings would repeat
-        said = ("starved", "oversubscribed")
-        rest = [w for w in warns if not w.startswith(said)]
-        if rest:
-            out.append(f"run `{r.run_id}` warnings: {'; '.join(rest)}")
-        probe_run = (runs.probes["run_id"] == r.run_id).any()
-        if not probe_run and (runs.rounds["run_id"] == r.run_id).sum() == 0:
-            out.append(f"run `{r.run_id}` has **no rounds** recorded")
-    out += [f"**mixed group** {m}: its repeats are not one experiment" for m in mixed_specs(runs)]
-    return out
+def fmt_num(x: object) -> str:
+    """A magnitude for people: 12,270 / 576 / 57.1 / 5.73 / 0.0573, never 1.227e+04."""
+    if _nan(x):
+        return "–"
+    v = float(x)
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    if a >= 0.001:
+        return f"{v:.3g}"
+    return "<0.001" if v > 0 else ">-0.001"
 
 
-def _fmt(x: object, col: str) -> str:
+def fmt_count(x: object) -> str:
+    return "–" if _nan(x) else f"{float(x):,.0f}"
+
+
+def fmt_pct(x: object) -> str:
+    """A fraction as a percentage: 0.1298 -> 13.0%; tiny but non-zero -> <0.1%."""
+    if _nan(x):
+        return "–"
+    v = 100.0 * float(x)
+    if v != 0 and abs(v) < 0.05:
+        return "<0.1%" if v > 0 else ">-0.1%"
+    return f"{v:.1f}%"
+
+
+def fmt_ratio(x: object) -> str:
+    return "–" if _nan(x) else f"{float(x):.2f}×"
+
+
+def fmt_acc(x: object) -> str:
+    return "–" if _nan(x) else f"{float(x):.3f}"
+
+
+def fmt_pp(x: object) -> str:
+    """A difference of fractions in percentage points: +1.2 pp."""
+    return "–" if _nan(x) else f"{100.0 * float(x):+.1f} pp"
+
+
+def fmt_text(x: object) -> str:
+    if _nan(x):
+        return ""
     if isinstance(x, bool):
         return "yes" if x else ""
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "–"
-        if col.endswith(("reduction", "reduction_mean", "reduction_max")):
-            return f"{100 * x:.1f}%"
-        if col.endswith("speedup") or col.endswith("speedup_max"):
-            return f"{x:.2f}×"
-        return f"{x:.4g}"
     return str(x)
 
 
-def display(df: pd.DataFrame) -> pd.DataFrame:
-    """Strings for humans: x, x_lo, x_hi columns fold into "x [lo, hi]"."""
-    out = {}
-    cols = list(df.columns)
-    for c in cols:
-        if c.endswith(("_lo", "_hi")) and c[:-3] in cols:
-            continue
-        vals = [_fmt(v, c) for v in df[c]]
-        if f"{c}_lo" in cols and f"{c}_hi" in cols:
-            lo = [_fmt(v, c) for v in df[f"{c}_lo"]]
-            hi = [_fmt(v, c) for v in df[f"{c}_hi"]]
-            vals = [
-                v if a == "–" else f"{v} [{a}, {b}]" for v, a, b in zip(vals, lo, hi, strict=True)
-            ]
-        out[c] = vals
-    return pd.DataFrame(out, columns=list(out))
+def fmt_quantile(rule_col: str) -> Callable[[object, pd.Series], str]:
+    """A quantile cell that says when it is the maximum: "max 576 (n=59)"."""
+
+    def f(x: object, row: pd.Series) -> str:
+        rule = str(row.get(rule_col, ""))
+        if _nan(x):
+            return "–"
+        if rule.startswith("max"):
+            return f"max {fmt_num(x)} ({rule.removeprefix('max ').strip('()')})"
+        return fmt_num(x)
+
+    return f
+
+
+@dataclass(frozen=True)
+class Col:
+    """One displayed column: the CSV column it shows, its header (with unit), its format.
+    A CSV column with `_lo`/`_hi` siblings shows "x [lo, hi]" when the interval exists."""
+
+    src: str
+    head: str
+    fmt: Callable[[object], str] = fmt_text
+    row_fmt: Callable[[object, pd.Series], str] | None = None
+
+
+def _cell(col: Col, row: pd.Series) -> str:
+    x = row.get(col.src)
+    if col.row_fmt is not None:
+        return col.row_fmt(x, row)
+    s = col.fmt(x)
+    lo, hi = row.get(f"{col.src}_lo"), row.get(f"{col.src}_hi")
+    if s != "–" and not _nan(lo) and not _nan(hi):
+        s += f" [{col.fmt(lo)}, {col.fmt(hi)}]"
+    return s
+
+
+def view(df: pd.DataFrame, cols: Sequence[Col], drop_empty: bool = True) -> pd.DataFrame:
+    """Display strings of df's columns under their headers; with drop_empty, a column that
+    holds nothing in any row (e.g. time-to-accuracy of an all-reduce) is left out."""
+    cols = [c for c in cols if c.src in df.columns]
+    out = {c.head: [_cell(c, row) for _, row in df.iterrows()] for c in cols}
+    d = pd.DataFrame(out, columns=[c.head for c in cols])
+    if drop_empty and not d.empty:
+        keep = [h for h in d.columns if not d[h].isin(["–", ""]).all() or h == cols[0].head]
+        d = d[keep]
+    return d
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -131,30 +151,326 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body]) + "\n"
 
 
+# ---------------------------------------------------------------------------- views
+
+TRANSPORT = Col("label", "transport")
+PRESET = Col("preset", "burst preset")
+RUNS = Col("runs", "runs", fmt_count)
+VALIDITY = Col("validity", "validity")
+
+
+def _q(name: str, head: str) -> Col:
+    return Col(f"{name}_ms", head, row_fmt=fmt_quantile(f"{name}_rule"))
+
+
+LATENCY_VIEW = (
+    TRANSPORT,
+    PRESET,
+    RUNS,
+    Col("rounds_in", "rounds in burst", fmt_count),
+    _q("p50_in", "p50 in burst (ms)"),
+    _q("p99_in", "p99 in burst (ms)"),
+    Col("rounds_out", "rounds outside", fmt_count),
+    _q("p50_out", "p50 outside (ms)"),
+    _q("p99_out", "p99 outside (ms)"),
+    Col("max_all_ms", "max (ms)", fmt_num),
+    VALIDITY,
+)
+
+COMPARISON_VIEW = (
+    PRESET,
+    TRANSPORT,
+    Col("burst_speedup", "burst-round speedup (×)", fmt_ratio),
+    Col("e2e_reduction", "end-to-end time cut (%)", fmt_pct),
+    Col("tta_reduction", "time-to-accuracy cut (%)", fmt_pct),
+    Col("acc_delta", "Δ final accuracy (pp)", fmt_pp),
+    Col("n", "repeats", fmt_count),
+    VALIDITY,
+)
+
+TRAINING_VIEW = (
+    TRANSPORT,
+    PRESET,
+    RUNS,
+    Col("train_s", "time (s)", fmt_num),
+    Col("tta_s", "time to target (s)", fmt_num),
+    Col("tta_reached", "reached target (runs)", fmt_count),
+    Col("final_acc", "final accuracy", fmt_acc),
+    Col("comm_fraction", "communication share (%)", fmt_pct),
+    VALIDITY,
+)
+
+LOSS_VIEW = (
+    TRANSPORT,
+    PRESET,
+    RUNS,
+    Col("loss_in", "delivered loss in burst (%)", fmt_pct),
+    Col("loss_out", "delivered loss outside (%)", fmt_pct),
+    Col("nacks_per_run", "NACKs per run", fmt_count),
+    Col("retx_per_run", "retransmitted pkts per run", fmt_count),
+    Col("cap_hit_frac", "rounds at the cap (%)", fmt_pct),
+    Col("replica_drift_max", "replica drift max", fmt_num),
+    Col("bursts_per_100_steps", "bursts per 100 steps", fmt_num),
+    VALIDITY,
+)
+
+PROBE_VIEW = (
+    Col("run_id", "run"),
+    Col("probe", "probe"),
+    PRESET,
+    Col("bins", "bins", fmt_count),
+    Col("bins_in_burst", "bins in burst", fmt_count),
+    Col("mbps_in", "Mbit/s in burst", fmt_num),
+    Col("mbps_out", "Mbit/s outside", fmt_num),
+    Col("loss_in", "loss in burst (%)", fmt_pct),
+    Col("loss_out", "loss outside (%)", fmt_pct),
+    Col("rtt_ms_in", "RTT in burst (ms)", fmt_num),
+    Col("rtt_ms_out", "RTT outside (ms)", fmt_num),
+)
+
+PAPER_VIEW = (
+    Col("workload", "workload"),
+    Col("label", "system"),
+    Col("baseline", "vs"),
+    Col("e2e_reduction_mean", "e2e time cut, mean (%)", fmt_pct),
+    Col("published_e2e_reduction_mean", "paper mean (%)", fmt_pct),
+    Col("e2e_reduction_max", "e2e time cut, max (%)", fmt_pct),
+    Col("published_e2e_reduction_max", "paper max (%)", fmt_pct),
+    Col("burst_speedup_max", "burst-round speedup, max (×)", fmt_ratio),
+    Col("published_burst_speedup_max", "paper max (×)", fmt_ratio),
+    Col("burst_speedup_max_n", "repeats", fmt_count),
+    VALIDITY,
+)
+
+VALIDITY_VIEW = (
+    Col("run_id", "run"),
+    Col("workload", "workload"),
+    TRANSPORT,
+    PRESET,
+    Col("repeat", "repeat", fmt_count),
+    Col("status", "status"),
+    Col("starved", "starved", fmt_text),
+    Col("oversubscribed", "oversubscribed", fmt_text),
+    Col("flagged_frac", "rounds waiting on CPU (%)", fmt_pct),
+    Col("rejected", "rejected datagrams", fmt_count),
+    Col("rejections", "rejected by reason"),
+    Col("warnings", "warnings"),
+)
+
+LEFT_OUT_VIEW = (
+    Col("run_id", "run"),
+    Col("workload", "workload"),
+    TRANSPORT,
+    PRESET,
+    Col("repeat", "repeat", fmt_count),
+    Col("status", "status"),
+    Col("reason", "reason"),
+)
+
+FIGURE_TITLES = {
+    "latency_cdf": "Round-latency CDF, one panel per workload",
+    "latency_timeline": "Round latency over time, bursts marked",
+    "accuracy_vs_time": "Test accuracy vs wall time",
+    "epsilon_loss": "ε and delivered loss over training",
+    "headline_ratios": "Headline ratios vs optireduce",
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    path: Path
+    tables: dict[str, pd.DataFrame]
+    figures: dict[str, Path]
+    headline_title: str
+    headline: pd.DataFrame  # display strings
+    warnings: tuple[str, ...]  # the summary block's lines, one per kind of problem
+
+
+# ---------------------------------------------------------------------------- validity
+
+
+def _names(ids: Sequence[str], limit: int = NAMED_RUNS) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _other_warnings(warnings: str) -> list[str]:
+    """A run's orchestrator warnings the flags do not already say (starved, oversubscribed)."""
+    said = ("starved", "oversubscribed")
+    return [w for w in warnings.split("; ") if w and not w.startswith(said)]
+
+
+def run_warnings(runs: Runs) -> list[str]:
+    """The validity summary: one line per kind of problem, counting the runs it affects
+    ("23 of 23 runs STARVED …"), naming them when they are few. Per-run details are in the
+    report's Validity section."""
+    r = runs.runs
+    n = len(r)
+    out = []
+
+    def of(mask: pd.Series) -> tuple[int, list[str]]:
+        return int(mask.sum()), list(r.loc[mask, "run_id"])
+
+    for status in ("failed", "interrupted", "running"):
+        k, ids = of(r["status"] == status)
+        if k:
+            why = r.loc[r["status"] == status, "reason"].tolist()
+            named = ", ".join(
+                f"`{i}`" + (f": {w}" if w else "")
+                for i, w in zip(ids[:NAMED_RUNS], why, strict=False)
+            )
+            more = f" and {k - NAMED_RUNS} more" if k > NAMED_RUNS else ""
+            state = "still RUNNING" if status == "running" else status.upper()
+            out.append(f"{k} of {n} runs {state}, not aggregated (partial data): {named}{more}")
+    k, ids = of(r["starved"].astype(bool))
+    if k:
+        out.append(
+            f"{k} of {n} runs STARVED: in more than 5% of their rounds a worker waited "
+            f"> {FLAG_WAIT_FRACTION:.0%} of the round for a CPU, so their latencies measure the "
+            f"CPU as well as the network" + ("" if k == n else f" ({_names(ids)})")
+        )
+    k, ids = of(r["oversubscribed"].astype(bool))
+    if k:
+        out.append(
+            f"{k} of {n} runs oversubscribed (more workers than cores)"
+            + ("" if k == n else f" ({_names(ids)})")
+        )
+    k, ids = of(r["rejected"] > 0)
+    if k:
+        total = int(r["rejected"].sum())
+        per = "; ".join(
+            f"`{i}` {int(x):,} ({rejections_text(d)})"
+            for i, x, d in r.loc[r["rejected"] > 0, ["run_id", "rejected", "rejections"]]
+            .head(NAMED_RUNS)
+            .itertuples(index=False)
+        )
+        more = f" and {k - NAMED_RUNS} more" if k > NAMED_RUNS else ""
+        out.append(
+            f"{total:,} datagrams rejected by the transport (spoofed, foreign or non-finite) "
+            f"in {k} of {n} runs: {per}{more}"
+        )
+    with_rows = set(runs.rounds["run_id"]) | set(runs.probes["run_id"])
+    k, ids = of(~r["run_id"].isin(with_rows))
+    if k:
+        out.append(f"{k} of {n} runs have no rounds recorded ({_names(ids)})")
+    k, ids = of(r["warnings"].map(lambda w: bool(_other_warnings(w))))
+    if k:
+        out.append(f"{k} of {n} runs carry other warnings ({_names(ids)})")
+    mixed = mixed_specs(runs)
+    if mixed:
+        out.append(
+            f"{len(mixed)} group(s) mix specs, so their repeats are not one experiment: "
+            + "; ".join(mixed)
+        )
+    return out
+
+
+def _validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
+    lines = [
+        "## Validity",
+        "",
+        "A run is **starved** when more than 5% of its rounds waited "
+        f"> {FLAG_WAIT_FRACTION:.0%} of their latency for a CPU (the emulator did not keep "
+        "up); **rejected datagrams** are those the transport refused (wrong job token, a "
+        "source that is not the rank the header names, non-finite values): someone else was "
+        "sending into the job. Only runs with status ok are aggregated.",
+        "",
+        markdown(view(tables["validity"], VALIDITY_VIEW)),
+        "CSV: [tables/validity.csv](tables/validity.csv)",
+        "",
+    ]
+    mixed = mixed_specs(runs)
+    if mixed:
+        lines += ["Groups whose runs differ in more than the seed:", ""]
+        lines += [f"- {m}" for m in mixed] + [""]
+    return lines
+
+
+# ---------------------------------------------------------------------------- report
+
+
 def headline(tables: dict[str, pd.DataFrame]) -> tuple[str, pd.DataFrame]:
     """The terminal's table: the paper's ratios if there is an optireduce baseline, else
     round latency per transport."""
     paper = tables["paper"]
     if not paper.empty:
-        cols = [
-            "workload",
-            "label",
-            "baseline",
-            "e2e_reduction_mean",
-            "published_e2e_reduction_mean",
-            "e2e_reduction_max",
-            "published_e2e_reduction_max",
-            "burst_speedup_max",
-            "burst_speedup_max_lo",
-            "burst_speedup_max_hi",
-            "published_burst_speedup_max",
-            "validity",
-        ]
-        d = display(paper[cols]).rename(columns=HEADLINE_NAMES)
-        return "Paper's ratios vs optireduce (published: 24.4% / 33.9% / 5.88×)", d
+        return (
+            f"Paper's ratios vs {PAPER_BASELINE} (published: "
+            f"{fmt_pct(PUBLISHED['e2e_reduction_mean'])} / "
+            f"{fmt_pct(PUBLISHED['e2e_reduction_max'])} / "
+            f"{fmt_ratio(PUBLISHED['burst_speedup_max'])})",
+            view(paper, PAPER_VIEW, drop_empty=False),
+        )
     lat = tables["latency"]
-    cols = [*GROUP, "runs", "p50_all_ms", "p99_all_ms", "p50_in_ms", "p50_out_ms", "validity"]
-    return "Round latency per transport (ms)", display(lat[cols] if not lat.empty else lat)
+    cols = (Col("workload", "workload"), *LATENCY_VIEW)
+    return "Round latency per transport (ms)", view(lat, cols) if not lat.empty else lat
+
+
+def _sections(df: pd.DataFrame, by: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
+    if df.empty:
+        return []
+    return [(k if isinstance(k, tuple) else (k,), g) for k, g in df.groupby(by, sort=True)]
+
+
+def _by_workload(df: pd.DataFrame, cols: Sequence[Col], sort: list[str]) -> list[str]:
+    """A sub-table per workload (only titled when there are several)."""
+    parts = _sections(df, ["workload"])
+    if not parts:
+        return [markdown(pd.DataFrame())]
+    lines = []
+    for (workload,), g in parts:
+        if len(parts) > 1:
+            lines += [f"### {workload}", ""]
+        lines.append(markdown(view(g.sort_values(sort), cols)))
+    return lines
+
+
+def _baseline_order(comp: pd.DataFrame) -> list[str]:
+    """The paper's baseline (optireduce labels) first, then the others (tcp labels)."""
+    bases = comp[["baseline", "baseline_transport"]].drop_duplicates()
+    bases = bases.assign(first=bases["baseline_transport"] != PAPER_BASELINE)
+    return list(bases.sort_values(["first", "baseline"])["baseline"])
+
+
+def _comparisons(comp: pd.DataFrame) -> list[str]:
+    """A sub-table per (workload, baseline): who is faster than that baseline, by how much."""
+    if comp.empty:
+        return [markdown(comp)]
+    lines = []
+    for workload, w in comp.groupby("workload"):
+        for base in _baseline_order(w):
+            g = w[w["baseline"] == base].sort_values(["preset", "label"])
+            lines += [f"### {workload}: each transport vs `{base}`", ""]
+            lines.append(markdown(view(g, COMPARISON_VIEW)))
+    return lines
+
+
+def _left_out_section(runs: Runs) -> list[str]:
+    left = runs.left_out()
+    if left.empty:
+        return []
+    return [
+        "## Runs not aggregated",
+        "",
+        "These runs did not finish; their partial data is in `tables/runs.csv` (one row per "
+        "run, with its status) and in no mean, CI, comparison or figure.",
+        "",
+        markdown(view(left, LEFT_OUT_VIEW, drop_empty=False)),
+    ]
+
+
+def _definitions(training: pd.DataFrame) -> str:
+    target = training["target_acc"].dropna() if "target_acc" in training else []
+    tgt = (
+        f" Time to target: first evaluation ≥ {target.iloc[0]:.3f} accuracy." if len(target) else ""
+    )
+    return (
+        "Definitions: a round's latency is the max over ranks (warm-up excluded); in burst = "
+        "overlaps an applied burst window; a quantile q needs ≥ 10/(1−q) rounds, else the "
+        "table shows the max and says so (`max X (n=N)`; the CSV's `*_rule` column); "
+        "[lo, hi] = 95% t-interval over repeats, shown only with ≥ 2 repeats; ratios in the "
+        f"headline are vs `{PAPER_BASELINE}` only; only runs with status ok are aggregated." + tgt
+    )
 
 
 def write_report(
@@ -167,51 +483,61 @@ def write_report(
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         df.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
-    figures = make_figures(runs, tables, out_dir / "figures")
+    figures = make_figures(runs.aggregated(), tables, out_dir / "figures")
     warnings = run_warnings(runs)
     title, head = headline(tables)
 
-    lines = [f"# Report: {len(runs.runs)} run(s)", ""]
+    n, n_ok = len(runs.runs), int((runs.runs["status"] == "ok").sum())
+    counts = ", ".join(f"{k} {w}" for w, k in runs.runs["workload"].value_counts().items())
+    lines = [f"# Report: {n} run(s)", "", f"{counts}; {n_ok} of {n} aggregated (status ok).", ""]
     if warnings:
-        lines += ["> **Validity warnings — read before the numbers**", ">"]
+        lines += ["> **Validity — read before the numbers**", ">"]
         lines += [f"> - {w}" for w in warnings]
-        lines.append("")
+        lines += [">", "> Details per run: [Validity](#validity).", ""]
+    lines += [f"## Headline: {title}", "", markdown(head), _definitions(tables["training"]), ""]
+
+    lines += ["## Round latency in and outside bursts (ms, max over ranks)", ""]
+    lines += _by_workload(tables["latency"], LATENCY_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/latency.csv](tables/latency.csv)", ""]
+    lines += ["## Comparisons, grouped by baseline", ""]
     lines += [
-        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} from: "
-        + ", ".join(f"`{d}`" for d in runs.runs["dir"]),
+        "Burst-round speedup = the baseline's mean in-burst round latency / the transport's; "
+        "time cuts = 1 − the transport's time / the baseline's; Δ accuracy in percentage "
+        "points.",
         "",
-        "Definitions: a round's latency is the max over ranks of its `total` rows (warm-up "
-        "excluded); in-burst = overlaps an applied burst window; quantile q only with "
-        "≥ 10/(1−q) rounds, else `max X (n=N)`; [lo, hi] = 95% CI over repeats (t); "
-        "paper ratios vs `optireduce` only. Published: "
-        f"{100 * PUBLISHED['e2e_reduction_mean']:.1f}% mean / "
-        f"{100 * PUBLISHED['e2e_reduction_max']:.1f}% max end-to-end reduction, "
-        f"{PUBLISHED['burst_speedup_max']:.2f}× max burst-round speedup.",
-        "",
-        f"## Headline: {title}",
-        "",
-        markdown(head),
     ]
-    target = tables["training"]["target_acc"].dropna()
-    for name, heading in SECTIONS.items():
-        if name == "paper":
-            continue
-        extra = ""
-        if name == "training" and len(target):
-            extra = f" (target accuracy {target.iloc[0]:.3f})"
-        lines += [
-            f"## {heading}{extra}",
-            "",
-            markdown(display(tables[name])),
-            f"CSV: [tables/{name}.csv](tables/{name}.csv)",
-            "",
-        ]
+    lines += _comparisons(tables["comparisons"])
+    lines += ["CSV: [tables/comparisons.csv](tables/comparisons.csv)", ""]
+    lines += ["## Training time and accuracy", ""]
+    lines += _by_workload(tables["training"], TRAINING_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/training.csv](tables/training.csv)", ""]
+    lines += ["## Delivered loss, repairs and bursts", ""]
+    lines += _by_workload(tables["loss"], LOSS_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/loss.csv](tables/loss.csv)", ""]
+    if not tables["probes"].empty:
+        lines += ["## Probe workloads (iperf3 / ping) in and outside bursts", ""]
+        lines += [markdown(view(tables["probes"], PROBE_VIEW))]
+        lines += ["CSV: [tables/probes.csv](tables/probes.csv)", ""]
+
     lines += ["## Figures", ""]
     for name, path in figures.items():
         rel = path.relative_to(out_dir)
         lines += [f"### {FIGURE_TITLES.get(name, name)}", "", f"![{name}]({rel})", ""]
     if not figures:
         lines += ["_(no data to plot)_", ""]
+
+    lines += _left_out_section(runs)
+    lines += _validity_section(runs, tables)
+    lines += [
+        "## Sources",
+        "",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} from: "
+        + ", ".join(f"`{d}`" for d in runs.runs["dir"]),
+        "",
+        "Per-run measurements: [tables/runs.csv](tables/runs.csv); the paper's ratios: "
+        "[tables/paper.csv](tables/paper.csv).",
+        "",
+    ]
     path = out_dir / "report.md"
     path.write_text("\n".join(lines))
     return Report(path, tables, figures, title, head, tuple(warnings))

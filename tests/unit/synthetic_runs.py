@@ -11,7 +11,10 @@ latency that every table must exclude. Reusable by other tests (`write_run`).
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
+
+import numpy as np
 
 from analysis.schema import RunInfo, write_run_info, write_table
 
@@ -81,11 +84,16 @@ def write_run(
     nacks_in_burst: int = 0,
     unapplied_event: bool = True,
     rejections: dict[str, int] | None = None,
+    jitter: float = 0.0,
+    oversubscribed: bool = False,
 ) -> Path:
-    """Write one run folder under root; returns its path. burst_rounds are [lo, hi) ranges."""
+    """Write one run folder under root; returns its path. burst_rounds are [lo, hi) ranges.
+    jitter > 0 scales each round's latency by a lognormal factor (sigma = jitter), seeded by
+    the run id: realistic-looking curves for figures, no longer exact answers."""
     d = Path(root) / run_id
     d.mkdir(parents=True, exist_ok=True)
     bursty = {i for lo, hi in burst_rounds for i in range(lo, hi)}
+    noise = np.random.default_rng(zlib.crc32(run_id.encode())).lognormal(0.0, jitter, n_rounds)
     rounds, steps, evals = [], [], []
     starts = []
     step_start = t0
@@ -93,7 +101,7 @@ def write_run(
         t = step_start + COMPUTE_MS / 1000.0
         starts.append(t)
         inb = i in bursty
-        lat = WARMUP_MS if i == 0 else (burst_ms if inb else base_ms)
+        lat = WARMUP_MS if i == 0 else (burst_ms if inb else base_ms) * float(noise[i])
         rounds += _rows_for_round(
             run_id,
             transport,
@@ -192,6 +200,7 @@ def write_run(
             spec=full_spec,
             spec_hash=f"h-{transport}-{preset}",
             starved=starved,
+            oversubscribed=oversubscribed,
             warnings=["starved: 12% of rounds waited on the CPU"] if starved else [],
             t0_s=t0,
             wall_s=step_start - t0 + 5.0,
@@ -206,3 +215,67 @@ def expected_train_s(n_rounds: int, base_ms: float, burst_ms: float, n_burst: in
     total_ms = n_rounds * COMPUTE_MS + WARMUP_MS
     total_ms += (n_rounds - 1 - n_burst) * base_ms + n_burst * burst_ms
     return total_ms / 1000.0
+
+
+#: The committed bench's shape (docs/results/bench-fattree-k4): label -> (transport, spec,
+#: calm round ms, in-burst round ms, ε). Latencies roughly as measured there.
+BENCH_ALLREDUCE = {
+    "tcp": ("tcp", {}, 150.0, 1500.0, 0.0),
+    "tcp-rto5ms": ("tcp", {"tcp_rto_min_ms": 5.0}, 160.0, 700.0, 0.0),
+    "optireduce": ("optireduce", {}, 150.0, 230.0, 0.0),
+    "optireduce-fixed": ("optireduce", {"optireduce_mode": "fixed"}, 150.0, 590.0, 0.0),
+    "dblp": ("dblp", {}, 148.0, 200.0, 0.2),
+    "reliable": ("reliable", {}, 150.0, 400.0, 0.0),
+}
+BENCH_TRAIN = {
+    "tcp": ("tcp", {}, 600.0, 2500.0, 0.0),
+    "optireduce": ("optireduce", {}, 580.0, 820.0, 0.0),
+    "dblp": ("dblp", {}, 570.0, 700.0, 0.2),
+    "dblp-phase-off": ("dblp", {"phase": "off"}, 590.0, 640.0, 0.2),
+}
+
+
+def write_bench_like(
+    root: Path, repeats: int = 1, overrides: dict[str, dict] | None = None
+) -> list[Path]:
+    """A sweep shaped like `make bench`: allreduce (60 rounds, 6 transports x none/heavy, plus
+    tcp/optireduce/dblp under sham) and train (40 steps, 4 transports x none/heavy, two
+    evaluations per run); heavy = ~30 short bursts; every run starved and oversubscribed.
+    overrides: per run id, keyword arguments for `write_run` (e.g. status="interrupted")."""
+    rng = np.random.default_rng(0)
+    dirs = []
+    plan = [("allreduce", 60, lab, v, p) for lab, v in BENCH_ALLREDUCE.items()
+            for p in ("none", "heavy")]  # fmt: skip
+    plan += [("allreduce", 60, lab, BENCH_ALLREDUCE[lab], "sham")
+             for lab in ("tcp", "optireduce", "dblp")]  # fmt: skip
+    plan += [("train", 40, lab, v, p) for lab, v in BENCH_TRAIN.items() for p in ("none", "heavy")]
+    for rep in range(repeats):
+        for workload, n, label, (transport, spec, calm, burst, eps), preset in plan:
+            hits = sorted(rng.choice(range(2, n - 1), size=n // 2, replace=False))
+            bursts = tuple((int(i), int(i) + 1) for i in hits) if preset != "none" else ()
+            if preset == "sham":
+                burst = calm  # CPU-only control: windows without network impairment
+            run_id = f"{workload[:2]}-{label}-{preset}-r{rep}"
+            kwargs = dict(
+                transport=transport,
+                preset=preset,
+                seed=rep,
+                workload=workload,
+                n_rounds=n,
+                base_ms=calm,
+                burst_ms=burst,
+                burst_rounds=bursts,
+                epsilon=eps,
+                loss_in=0.06 if transport in ("dblp", "optireduce") else 0.0,
+                loss_out=0.0,
+                final_acc={"tcp": 0.69, "optireduce": 0.87}.get(label, 0.69 + 0.1 * (eps > 0)),
+                eval_every=n // 2,
+                spec={**spec, "workload": workload, "repeat": rep},
+                starved=True,
+                oversubscribed=True,
+                jitter=0.15,
+                unapplied_event=False,
+            )
+            kwargs.update((overrides or {}).get(run_id, {}))
+            dirs.append(write_run(root, run_id, **kwargs))
+    return dirs

@@ -36,8 +36,9 @@ def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
     assert "FAILED" in said and "STARVED" in said
     text = (out / "report.md").read_text()
     top = text.split("## Headline")[0]
-    assert "`bad` is **FAILED**: rank 2 exited 1" in top
-    assert "`hungry` is **STARVED**" in top
+    assert "1 of 6 runs FAILED, not aggregated (partial data): `bad`: rank 2 exited 1" in top
+    assert "1 of 6 runs STARVED" in top and "(`hungry`)" in top
+    assert "| bad | train | tcp | heavy | 0 | failed | rank 2 exited 1 |" in text
     paper = pd.read_csv(out / "tables" / "paper.csv")
     assert set(paper["baseline"]) == {"optireduce"}
     assert (paper["published_burst_speedup_max"] == 5.88).all()
