@@ -9,7 +9,6 @@ so a typo fails at the first write rather than at the merge.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -17,34 +16,6 @@ from typing import IO, Any
 from analysis.schema import TABLES
 
 _COLUMNS = {t: tuple(c.name for c in cols) for t, cols in TABLES.items()}
-
-
-def schedstat_waits(pid: str = "self") -> dict[str, int]:
-    """Run-queue wait so far (ns) of every thread of a process: field 2 of each task's schedstat.
-
-    Per thread, because the per-process file counts only the main thread while the transports
-    do their work on their own threads. A thread that exits between listing and reading is
-    skipped.
-    """
-    waits = {}
-    base = f"/proc/{pid}/task"
-    for tid in os.listdir(base):
-        try:
-            with open(f"{base}/{tid}/schedstat") as f:
-                waits[tid] = int(f.read().split()[1])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return waits
-
-
-def max_wait_ms(before: dict[str, int], after: dict[str, int]) -> float:
-    """The longest any one thread waited for a CPU between two snapshots (ms).
-
-    A round is delayed by the waits on its critical path, which is one thread at a time; the
-    longest single-thread wait bounds that from above. Summing over threads would count a
-    process's idle helper threads (Gloo has many) waking at once, and flag a well-fed run.
-    """
-    return max((w - before.get(tid, 0) for tid, w in after.items()), default=0) / 1e6
 
 
 class JsonlTable:

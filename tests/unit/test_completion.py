@@ -20,7 +20,9 @@ from workloads.transport.roundstate import RoundState, Timing, missing_runs
 GAP = 0.002
 
 
-def progress(expected=1000, received=0, last_rx=0.0, last_seen=3, share=1.0, t_max=0.1, p50=0.02):
+def progress(
+    expected=1000, received=0, last_rx=0.0, last_seen=3, share=1.0, t_max=0.1, p50=0.02, epsilon=0.0
+):
     return StageProgress(
         round_start=0.0,
         share=share,
@@ -32,6 +34,7 @@ def progress(expected=1000, received=0, last_rx=0.0, last_seen=3, share=1.0, t_m
         last_rx=last_rx,
         received=received,
         last_seen=last_seen,
+        epsilon=epsilon,
     )
 
 
@@ -42,8 +45,8 @@ def test_idle_gap_is_max_of_2ms_and_4_packet_times():
 
 
 def test_idle_needs_one_gap_after_every_last_and_more_before():
-    pol = Dblp(0.1)
-    p = progress(received=950, last_rx=0.010, last_seen=3)
+    pol = Dblp()
+    p = progress(epsilon=0.1, received=950, last_rx=0.010, last_seen=3)
     assert not pol.idle(p, 0.010 + GAP * 0.9)
     assert pol.idle(p, 0.010 + GAP)
     p.last_seen = 2  # a sender's tail (or the sender itself) is still out
@@ -52,8 +55,8 @@ def test_idle_needs_one_gap_after_every_last_and_more_before():
 
 
 def test_dblp_quota_and_idle():
-    pol = Dblp(0.05)
-    p = progress(expected=1000, received=960, last_rx=0.010)
+    pol = Dblp()
+    p = progress(epsilon=0.05, expected=1000, received=960, last_rx=0.010)
     v = pol.verdict(p, 0.011)  # within eps but still streaming: wait for idle
     assert not v.done and not v.nack and v.recheck_at == pytest.approx(0.012)
     v = pol.verdict(p, 0.0125)
@@ -66,16 +69,16 @@ def test_dblp_quota_and_idle():
 
 
 def test_dblp_boundary_is_floor_of_eps_times_expected():
-    pol = Dblp(0.05)
-    p = progress(expected=1000, received=950, last_rx=0.0)
+    pol = Dblp()
+    p = progress(epsilon=0.05, expected=1000, received=950, last_rx=0.0)
     assert pol.verdict(p, 1.0 * GAP + 1e-6).done
     p.received = 949
     assert pol.verdict(p, GAP + 1e-6).nack
 
 
 def test_dblp_cap_hit_at_t_max_share():
-    pol = Dblp(0.01)
-    p = progress(expected=1000, received=500, last_rx=0.049, share=0.5, t_max=0.1)
+    pol = Dblp()
+    p = progress(epsilon=0.01, expected=1000, received=500, last_rx=0.049, share=0.5, t_max=0.1)
     v = pol.verdict(p, 0.0499)
     assert not v.done and v.recheck_at <= 0.05
     v = pol.verdict(p, 0.05)
@@ -134,7 +137,7 @@ def test_fill_and_combine_units():
     out = np.zeros(3, dtype=np.float32)
     OptiReduce().fill_missing(out, own, 4)
     assert np.array_equal(out, own)  # SUM keeps x, so the hook's mean is x / N
-    Dblp(0.1).fill_missing(out, own, 4)
+    Dblp().fill_missing(out, own, 4)
     assert np.array_equal(out, own * 4)  # SUM = N x, so the hook's mean is x
     partial = np.array([6.0, 6.0, 6.0], dtype=np.float32)
     counts = np.array([4, 3, 2])
@@ -145,7 +148,7 @@ def test_fill_and_combine_units():
     OptiReduce(rescale=True).combine(p, counts, 4)
     assert np.allclose(p, [6.0, 8.0, 12.0])
     p = partial.copy()
-    Dblp(0.1).combine(p, counts, 4)
+    Dblp().combine(p, counts, 4)
     assert np.allclose(p, [6.0, 8.0, 12.0])  # sum x N / received
 
 
@@ -160,7 +163,7 @@ def make_round(n: int, world: int = 4, me: int = 1, per_pkt: int = 10) -> RoundS
     lay = Layout(n, world, per_pkt)
     t = Timing(t_max_s=0.1, p50_s=0.02, gap_s=GAP, pair_pkt_s=0.0003)
     data = np.arange(n, dtype=np.float32)
-    return RoundState(0, me, lay, data, Dblp(0.1), 0, 0.0, t)
+    return RoundState(0, me, lay, data, Dblp(), 0.1, 0, 0.0, t)
 
 
 def feed(rs: RoundState, stage: int, src: int, pkt: int, now: float, last=False):
@@ -215,8 +218,25 @@ def test_round_with_missing_data_fills_per_policy():
 
 
 def test_tail_wait_grows_with_p50():
-    pol = Dblp(0.1)
-    p = progress(received=950, last_rx=0.0, last_seen=2, p50=0.5)
+    pol = Dblp()
+    p = progress(epsilon=0.1, received=950, last_rx=0.0, last_seen=2, p50=0.5)
     assert not pol.idle(p, 0.049)
     assert pol.idle(p, 0.05)  # 10 % of p50
     assert pol.verdict(p, 0.049).recheck_at == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 3e38])
+def test_non_finite_payload_is_never_summed(bad):
+    rs = make_round(40, world=4, me=0, per_pkt=10)
+    lay = rs.layout
+    off, cnt = lay.pkt(0, 0)
+    vals = np.ones(cnt, "<f4")
+    vals[3] = bad
+    h = wire.Header(
+        wire.MAGIC, wire.VERSION, wire.DATA, wire.SCATTER, 0, 1, 0, 1, 0, off, cnt, 0, 0
+    )
+    buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
+    before = rs.partial.copy()
+    assert rs.accept(h, buf, 0.001) == "nonfinite"
+    assert np.array_equal(rs.partial, before) and rs.sc.received == 0
+    assert rs.missing_ranges(wire.SCATTER, 1) == [(0, 10)]  # still missing: NACKed, repaired

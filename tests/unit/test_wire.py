@@ -11,7 +11,7 @@ from workloads.transport import wire
 MTU = 1500
 WORLD = 4
 ME = 1
-TOKEN = 0xABCD1234
+TOKEN = 0xABCD1234_5678EF01
 PER_PKT = wire.elems_per_packet(MTU)
 MAX_RANGES = wire.ranges_per_nack(MTU)
 
@@ -23,14 +23,14 @@ def u(b: bytes, off: int, size: int) -> int:
 def oracle_accepts(b: bytes) -> bool:
     """Which datagrams rank ME of a 4-rank job with TOKEN must accept, written out by hand
     from DESIGN §6 without the module's struct, so the two can disagree."""
-    if not 36 <= len(b) <= MTU - 28:
+    if not 40 <= len(b) <= MTU - 28:
         return False
-    if b[:4] != b"DBLP" or b[4] != 1:
+    if b[:4] != b"DBLP" or b[4] != 2:
         return False
     kind, stage, flags = b[5], b[6], b[7]
-    if kind not in (1, 2) or stage not in (0, 1) or u(b, 8, 4) != TOKEN:
+    if kind not in (1, 2) or stage not in (0, 1) or u(b, 8, 8) != TOKEN:
         return False
-    src, shard, off, count = u(b, 16, 2), u(b, 18, 2), u(b, 20, 4), u(b, 24, 4)
+    src, shard, off, count = u(b, 20, 2), u(b, 22, 2), u(b, 24, 4), u(b, 28, 4)
     if src >= WORLD or src == ME or shard >= WORLD:
         return False
     if kind == 1:
@@ -39,7 +39,7 @@ def oracle_accepts(b: bytes) -> bool:
             flags & ~0x03 == 0
             and shard == owner
             and 1 <= count <= PER_PKT
-            and len(b) == 36 + 4 * count
+            and len(b) == 40 + 4 * count
             and off % PER_PKT == 0
         )
     owner = src if stage == 0 else ME
@@ -47,9 +47,9 @@ def oracle_accepts(b: bytes) -> bool:
         flags == 0
         and shard == owner
         and 1 <= count <= MAX_RANGES
-        and len(b) == 36 + 8 * count
+        and len(b) == 40 + 8 * count
         and off == 0
-        and u(b, 32, 4) == 0
+        and u(b, 36, 4) == 0
     )
 
 
@@ -100,10 +100,10 @@ def valid_datagrams(draw) -> bytes:
     return wire.encode(h, payload)
 
 
-def test_header_is_36_bytes_and_payload_fits_the_mtu():
-    assert wire.HEADER_BYTES == 36
-    assert wire.payload_bytes(1500) == 1500 - 28 - 36
-    assert PER_PKT == 359 and 36 + 4 * PER_PKT <= 1500 - 28
+def test_header_is_40_bytes_and_payload_fits_the_mtu():
+    assert wire.HEADER_BYTES == 40
+    assert wire.payload_bytes(1500) == 1500 - 28 - 40
+    assert PER_PKT == 358 and 40 + 4 * PER_PKT <= 1500 - 28
     assert (
         wire.encode(wire.Header(wire.MAGIC, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), b"")[:4] == b"DBLP"
     )
@@ -114,13 +114,13 @@ def test_header_is_36_bytes_and_payload_fits_the_mtu():
 def test_round_trip(b):
     h = decode(b)
     assert isinstance(h, wire.Header), h
-    assert wire.encode(h, b[36:]) == b
+    assert wire.encode(h, b[40:]) == b
     assert oracle_accepts(b)
     if h.kind == wire.NACK:
-        assert wire.nack_payload(wire.nack_ranges(b, h.count)) == b[36:]
+        assert wire.nack_payload(wire.nack_ranges(b, h.count)) == b[40:]
     else:
-        vals = np.frombuffer(b, "<f4", h.count, 36)
-        assert vals.tobytes() == b[36:]
+        vals = np.frombuffer(b, "<f4", h.count, 40)
+        assert vals.tobytes() == b[40:]
 
 
 @st.composite
@@ -132,7 +132,7 @@ def mutated(draw) -> bytes:
             i = draw(st.integers(0, len(b) - 1))
             b[i] ^= 1 << draw(st.integers(0, 7))
         elif op == "set" and b:
-            i = draw(st.integers(0, min(len(b), 36) - 1))
+            i = draw(st.integers(0, min(len(b), 40) - 1))
             b[i] = draw(st.integers(0, 255))
         elif op == "header_byte":
             i = draw(st.integers(0, 35))
@@ -150,7 +150,7 @@ def mutated(draw) -> bytes:
 def test_fuzz_accepts_exactly_what_the_oracle_accepts(b):
     res = decode(b)  # must never raise
     assert isinstance(res, wire.Header | str)
-    assert isinstance(res, wire.Header) == oracle_accepts(b), (res, b[:36].hex())
+    assert isinstance(res, wire.Header) == oracle_accepts(b), (res, b[:40].hex())
     if isinstance(res, str):
         assert res  # every rejection names its reason
 
@@ -163,7 +163,9 @@ def test_fuzz_random_bytes(b):
 
 
 def test_rejections_name_the_check():
-    good = wire.Header(wire.MAGIC, 1, wire.DATA, wire.GATHER, 0, TOKEN, 7, 2, 2, 0, 2, 0, 0)
+    good = wire.Header(
+        wire.MAGIC, wire.VERSION, wire.DATA, wire.GATHER, 0, TOKEN, 7, 2, 2, 0, 2, 0, 0
+    )
     payload = np.ones(2, "<f4").tobytes()
     assert isinstance(decode(wire.encode(good, payload)), wire.Header)
     cases = {

@@ -93,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     config = {
         "rate_mbps": args.rate,
         "mtu": args.mtu,
-        "epsilon": args.epsilon if args.transport == "dblp" else 0.0,
         "optireduce_mode": args.mode,
         "t_max_ms": args.t_max_ms,
         "drop": args.drop,
@@ -104,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         n_elems=n,
         rounds=args.rounds,
         config=config,
+        epsilon=args.epsilon if args.transport == "dblp" else 0.0,
         calibrate_rounds=0 if args.transport == "tcp" else 5,
         seed=args.seed,
     )

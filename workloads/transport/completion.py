@@ -18,6 +18,12 @@ data did not arrive:
 - dblp: scatter sums are rescaled per element by N / contributions received (unbiased for
   the sum if loss is independent of the values); a missing gathered element becomes N * x, so
   the hook's mean is this rank's own gradient x, its best local estimate of the mean.
+
+ε is a per-round input (the phase controller decides it per step): it reaches the policy on one
+route, `TransposeAllReduce.allreduce(epsilon=)` -> `StageProgress.epsilon`, checked once by
+`check_epsilon`. A new policy is one class registered with `@register` (docs/
+adding-a-completion-policy.md); the transport names, the hooks and the run spec's choices
+derive from `POLICIES`.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import math
 import statistics
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -35,6 +41,13 @@ IDLE_GAP_PACKETS = 4
 TAIL_GAPS = 4  # silence before some peer's LAST packet counts as idle only after this long:
 TAIL_P50_FRACTION = 0.1  # max(TAIL_GAPS gaps, 10 % of the calibrated p50)
 SCATTER_SHARE = 0.5  # the scatter stage must end by round_start + SCATTER_SHARE * budget
+
+
+def check_epsilon(epsilon: float) -> float:
+    """ε is a fraction of a round's data that may stay missing: [0, 1)."""
+    if not 0.0 <= epsilon < 1.0:
+        raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
+    return epsilon
 
 
 def idle_gap_s(rate_mbps: float, mtu: int) -> float:
@@ -57,6 +70,7 @@ class StageProgress:
     received: int = 0  # distinct elements received
     last_seen: int = 0  # peers whose LAST-flagged packet arrived
     peer_budgets_s: dict[int, float] = field(default_factory=dict)  # from timeout_us
+    epsilon: float = 0.0  # this round's loss budget (only loss-bounded policies read it)
 
     @property
     def missing(self) -> int:
@@ -72,11 +86,20 @@ class Verdict:
 
 
 class CompletionPolicy(ABC):
-    """A stage ends when `verdict` says so; then `combine` and `fill_missing` patch the data."""
+    """A stage ends when `verdict` says so; then `combine` and `fill_missing` patch the data.
+
+    One instance lives for the whole job (a policy may learn across rounds, as the adaptive
+    timeout does); what changes per round arrives in the StageProgress.
+    """
 
     name: ClassVar[str]
-    repairs: ClassVar[bool]
-    epsilon: float = 0.0
+    #: Whether the round's ε means anything to this policy (recorded as 0 otherwise).
+    uses_epsilon: ClassVar[bool] = False
+
+    @classmethod
+    def from_config(cls, config: Any) -> CompletionPolicy:
+        """The job's instance, from the TransportConfig (override to read its knobs)."""
+        return cls()
 
     def idle(self, p: StageProgress, now: float) -> bool:
         """The shared idle detector: no new data for one gap once every peer's LAST packet
@@ -125,11 +148,27 @@ def _rescale(partial: np.ndarray, counts: np.ndarray | None, world: int) -> None
         partial *= np.float32(world) / counts.astype(np.float32)
 
 
+#: name -> policy class; `@register` adds one. Insertion order is the listing order.
+POLICIES: dict[str, type[CompletionPolicy]] = {}
+#: The one transport that is not a completion policy: DDP's own all-reduce over Gloo (TCP).
+TCP = "tcp"
+_P = TypeVar("_P", bound=type[CompletionPolicy])
+
+
+def register(cls: _P) -> _P:
+    """Class decorator: make a policy available by its `name` everywhere (transport, hooks,
+    `testbed run --transport`)."""
+    if cls.name in POLICIES or cls.name == TCP:
+        raise ValueError(f"a transport called {cls.name!r} already exists")
+    POLICIES[cls.name] = cls
+    return cls
+
+
+@register
 class Reliable(CompletionPolicy):
     """Exact: NACK whatever is missing each time the stream goes idle, until all is in."""
 
     name = "reliable"
-    repairs = True
 
     def budget_s(self, p: StageProgress) -> float:
         return math.inf
@@ -142,19 +181,16 @@ class Reliable(CompletionPolicy):
         return Verdict(recheck_at=self.idle_at(p))
 
 
+@register
 class Dblp(CompletionPolicy):
     """Bounded loss: over once >= (1 - eps) is in and the stream is idle; else repair to eps."""
 
     name = "dblp"
-    repairs = True
+    uses_epsilon = True
 
-    def __init__(self, epsilon: float) -> None:
-        if not 0.0 <= epsilon < 1.0:
-            raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
-        self.epsilon = epsilon
-
-    def allowed(self, p: StageProgress) -> int:
-        return math.floor(self.epsilon * p.expected + 1e-9)
+    @staticmethod
+    def allowed(p: StageProgress) -> int:
+        return math.floor(p.epsilon * p.expected + 1e-9)
 
     def verdict(self, p: StageProgress, now: float) -> Verdict:
         missing = p.missing
@@ -177,6 +213,7 @@ class Dblp(CompletionPolicy):
         np.multiply(own, np.float32(world), out=out)
 
 
+@register
 class OptiReduce(CompletionPolicy):
     """Bounded time, no retransmission.
 
@@ -187,7 +224,10 @@ class OptiReduce(CompletionPolicy):
     """
 
     name = "optireduce"
-    repairs = False
+
+    @classmethod
+    def from_config(cls, config: Any) -> OptiReduce:
+        return cls(config.optireduce_mode, config.rescale)
 
     def __init__(self, mode: str = "adaptive", rescale: bool = False) -> None:
         if mode not in ("adaptive", "fixed"):
@@ -230,13 +270,15 @@ class OptiReduce(CompletionPolicy):
         return 0 if self.estimate_s is None else int(self.estimate_s * 1e6)
 
 
-def make_policy(
-    name: str, *, epsilon: float = 0.0, mode: str = "adaptive", rescale: bool = False
-) -> CompletionPolicy:
-    if name == "reliable":
-        return Reliable()
-    if name == "dblp":
-        return Dblp(epsilon)
-    if name == "optireduce":
-        return OptiReduce(mode, rescale)
-    raise ValueError(f"unknown policy {name!r}: dblp|optireduce|reliable")
+def transport_names() -> tuple[str, ...]:
+    """Every transport a run can name: the registered policies, then tcp."""
+    return (*POLICIES, TCP)
+
+
+def make_policy(name: str, config: Any) -> CompletionPolicy:
+    """The job's instance of policy `name` (see POLICIES)."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}: one of {', '.join(POLICIES)}") from None
+    return cls.from_config(config)

@@ -23,11 +23,9 @@ class TransportConfig:
     ports_per_peer: int = 4
     base_port: int = 47000
     t_max_ms: float | None = None
-    epsilon: float = 0.0
     optireduce_mode: Literal["adaptive", "fixed"] = "adaptive"
     rescale: bool = False
     sock_buf_bytes: int = 32 * MIB
-    job_token: int = 0
     drop: float = 0.0
     seed: int = 0
 
@@ -42,14 +40,10 @@ class TransportConfig:
             raise ValueError(f"base_port must be in [1024, 65535], got {self.base_port}")
         if self.t_max_ms is not None and not self.t_max_ms > 0:
             raise ValueError(f"t_max_ms must be > 0 or None, got {self.t_max_ms}")
-        if not 0.0 <= self.epsilon < 1.0:
-            raise ValueError(f"epsilon must be in [0, 1), got {self.epsilon}")
         if self.optireduce_mode not in ("adaptive", "fixed"):
             raise ValueError(f"optireduce_mode must be adaptive|fixed, got {self.optireduce_mode}")
         if self.sock_buf_bytes < 65536:
             raise ValueError(f"sock_buf_bytes must be >= 65536, got {self.sock_buf_bytes}")
-        if not 0 <= self.job_token < 2**32:
-            raise ValueError(f"job_token must fit in 32 bits, got {self.job_token}")
         if not 0.0 <= self.drop < 1.0:
             raise ValueError(f"drop must be in [0, 1), got {self.drop}")
 

@@ -4,6 +4,12 @@ One thread does everything (pacing, receiving, NACK answers, completion), blocki
 between events, so a rank costs CPU only for the packets it moves: with 2 cores shared by 4
 ranks there is no room for busy loops or lock ping-pong. The thread outlives each round, so a
 rank that finished a round still answers its peers' NACKs for the last HISTORY rounds.
+
+Trust: a datagram is used only if it carries the job's token, comes from the address and port
+of the member its header names (the rendezvous table; the header's rank alone is a claim),
+belongs to the current round or a small window around it, and (DATA) holds finite values.
+Everything else is dropped and counted by reason; NACK answers go only to verified members and
+are bounded per round, so a NACK cannot be turned into an amplifier.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import SEND_SLOTS, Endpoint
 from workloads.transport.layout import Layout
+from workloads.transport.mmsg import source_key
 from workloads.transport.pacer import WIRE_OVERHEAD, Pacer
 from workloads.transport.roundstate import (
     STAGE_DRAIN,
@@ -31,23 +38,29 @@ from workloads.transport.roundstate import (
     SendJob,
     Timing,
 )
+from workloads.transport.schedstat import thread_wait_ns
 from workloads.transport.stats import RoundStats
 
 HISTORY = 4  # finished rounds whose data a rank keeps to answer NACKs
-FUTURE = 3  # rounds ahead of this rank whose datagrams are buffered until it gets there
-PENDING_MAX_BYTES = 128 << 20
+FUTURE = 2  # rounds ahead of this rank whose datagrams are buffered until it gets there
+PENDING_MAX_BYTES = 64 << 20
+#: Repair packets a rank sends one peer for one (round, stage), per packet of the shard: enough
+#: for many NACK rounds at heavy loss, never an open-ended answer to NACKs.
+REPAIR_FACTOR = 8
 RELIABLE_GIVE_UP_S = 60.0  # a reliable round that cannot finish in this long means a dead peer
 LOSSY_GRACE_S = 5.0  # a lossy round past its budget by this much means a stuck loop
 IDLE_POLL_S = 0.5
 SEND_BATCH = SEND_SLOTS
 RECV_BATCH = 512
-NOT_BAD = ("late", "duplicate", "injected", "unknown_round")
+#: Rejections that are ordinary protocol life, not suspect input (not counted as bad).
+NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round"))
 
 
 @dataclass
 class Request:
     data: np.ndarray
     policy: CompletionPolicy
+    epsilon: float
     eps_id: int
     timing: Timing
     inject: bool
@@ -57,7 +70,9 @@ class Request:
 
 
 class Engine(threading.Thread):
-    def __init__(self, rank: int, world: int, endpoint: Endpoint, config: TransportConfig) -> None:
+    def __init__(
+        self, rank: int, world: int, endpoint: Endpoint, config: TransportConfig, job_token: int
+    ) -> None:
         super().__init__(name=f"tar-engine-{rank}", daemon=True)
         self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
         self.peers = [p for p in range(world) if p != rank]
@@ -78,14 +93,19 @@ class Engine(threading.Thread):
         # The test loss applies at all times except during rounds that opted out (calibration).
         self.inject = config.drop > 0
         self.sock_rr = 0
-        self.schedstat = ""
+        self.tid = 0  # the loop's native thread id, known once run() starts
         self.wait0_ns = 0
         # Counters since the previous round ended (attributed to the next RoundStats).
         self.sent_bytes = 0
         self.nacks = 0
         self.retx = 0
         self.reasons: Counter[str] = Counter()
-        self.decode = wire.decoder(job_token=config.job_token, world=world, me=rank, mtu=config.mtu)
+        self.job_token = job_token
+        self.decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu)
+        # expect[i][r]: the source key of rank r's socket i, the only one that sends to our i.
+        self.expect = [
+            [source_key(*endpoint.dest[r][i]) for r in range(world)] for i in range(endpoint.k)
+        ]
 
     # ---- caller side -------------------------------------------------------------------------
 
@@ -103,7 +123,7 @@ class Engine(threading.Thread):
     # ---- loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
-        self.schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        self.tid = threading.get_native_id()
         try:
             ready: list[int] = []
             while not self.stop_flag:
@@ -121,14 +141,6 @@ class Engine(threading.Thread):
             for req in self._outstanding():
                 req.error = e
                 req.done.set()
-
-    def _runq_wait_ns(self) -> int:
-        """Time this thread spent runnable but not running (the kernel's schedstat)."""
-        try:
-            with open(self.schedstat) as f:
-                return int(f.read().split()[1])
-        except (OSError, IndexError, ValueError):
-            return 0
 
     def _outstanding(self) -> list[Request]:
         out = [self.active_req] if self.active_req is not None else []
@@ -164,19 +176,24 @@ class Engine(threading.Thread):
             layout=lay,
             data=req.data,
             policy=req.policy,
+            epsilon=req.epsilon,
             eps_id=req.eps_id,
             t_start=now,
             timing=req.timing,
         )
         self.next_round += 1
         self.active, self.active_req, self.inject = rs, req, req.inject
-        self.wait0_ns = self._runq_wait_ns()
+        self.wait0_ns = thread_wait_ns(self.tid)
         for p in self.peers:
             if lay.length(p):
                 self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
         for raw in self.pending.pop(rs.round, []):
+            # Buffered only after decode and the source check passed: replay routes it again.
             self.pending_bytes -= len(raw)
-            self._on_datagram(np.frombuffer(raw, dtype=np.uint8), memoryview(raw), len(raw), now)
+            view = memoryview(raw)
+            h = self.decode(view, len(raw))
+            assert h.__class__ is not str
+            self._dispatch(h, np.frombuffer(raw, dtype=np.uint8), view, len(raw), now)
         return True
 
     def _queue_first(self, rs: RoundState, peer: int, stage: int, shard: int, arr, start) -> None:
@@ -247,8 +264,9 @@ class Engine(threading.Thread):
         rs.finish()
         delivered = 1.0 - rs.delivered_loss
         rs.policy.observe(now - rs.t_start, delivered)
-        bad = sum(c for r, c in self.reasons.items() if r not in NOT_BAD)
-        budget = rs.policy.budget_s(rs.sc)
+        suspect = {r: c for r, c in self.reasons.items() if r not in NOT_BAD}
+        if rs.eps_mismatch:
+            suspect["eps_mismatch"] = rs.eps_mismatch
         stats = RoundStats(
             round=rs.round,
             t_start_s=rs.t_start,
@@ -260,18 +278,14 @@ class Engine(threading.Thread):
             pkts_expected=rs.pkts_expected,
             pkts_received=rs.pkts_received,
             delivered_loss=rs.delivered_loss,
-            epsilon=rs.policy.epsilon,
+            epsilon=rs.epsilon,
             nacks=self.nacks,
             retx_pkts=self.retx,
             cap_hit=rs.cap_hit,
-            bad_dgrams=bad,
             policy=rs.policy.name,
             eps_id=rs.eps_id,
-            late_dgrams=self.reasons["late"],
-            eps_mismatch=rs.eps_mismatch,
-            t_budget_ms=budget * 1e3 if budget != float("inf") else 0.0,
-            cpu_wait_ms=max(0, self._runq_wait_ns() - self.wait0_ns) / 1e6,
-            bad_reasons={r: c for r, c in self.reasons.items() if r not in NOT_BAD},
+            cpu_wait_ms=max(0, thread_wait_ns(self.tid) - self.wait0_ns) / 1e6,
+            suspect=suspect,
         )
         self.sent_bytes = self.nacks = self.retx = 0
         self.reasons = Counter()
@@ -293,30 +307,37 @@ class Engine(threading.Thread):
 
     def _drain(self, i: int) -> None:
         recv, fd, slots = self.ep.ring.recv, self.ep.socks[i].fileno(), self.ep.ring.views
-        handle, clock = self._on_datagram, time.monotonic
+        decode, dispatch, clock = self.decode, self._dispatch, time.monotonic
         inject, drop, rand = self.inject, self.cfg.drop, self.rng.random
+        expect, reasons = self.expect[i], self.reasons
         got = 0
         while got < RECV_BATCH:
-            lens = recv(fd)
-            if lens is None:
+            batch = recv(fd)
+            if batch is None:
                 continue  # a queued ICMP error, not a datagram
+            lens, keys = batch
             for k, n in enumerate(lens):
                 if n == 0:
                     continue  # an empty datagram carries nothing, not even a header
                 if inject and rand() < drop:
-                    self.reasons["injected"] += 1
+                    reasons["injected"] += 1
                     continue
                 buf, view = slots[k]
-                handle(buf, view, n, clock())
+                h = decode(view, n)
+                if h.__class__ is str:
+                    reasons[h] += 1
+                elif keys[k] != expect[h.src]:
+                    reasons["source"] += 1  # not the member the header names
+                else:
+                    dispatch(h, buf, view, n, clock())
             if len(lens) < len(slots):
                 return
             got += len(lens)
 
-    def _on_datagram(self, buf: np.ndarray, view: memoryview, n: int, now: float) -> None:
-        h = self.decode(view, n)
-        if h.__class__ is str:
-            self.reasons[h] += 1
-            return
+    def _dispatch(
+        self, h: wire.Header, buf: np.ndarray, view: memoryview, n: int, now: float
+    ) -> None:
+        """Route a datagram that passed decode and the source check to its round."""
         rs = self.active
         if rs is not None and h.round == rs.round:
             if h.kind == wire.DATA:
@@ -357,19 +378,25 @@ class Engine(threading.Thread):
         if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
             self.reasons["nack_range"] += 1
             return
-        first = rs.first_jobs.get((q, h.stage))
+        key = (q, h.stage)
+        budget = REPAIR_FACTOR * lay.npkts(shard) - rs.repairs_sent.get(key, 0)
+        first = rs.first_jobs.get(key)
         # Packets the first transmission has still to send (index >= its pos) are not repaired.
         cut = first.pos if first is not None and first.unsent(first.pos) else None
-        queued = rs.repairs_queued.setdefault((q, h.stage), set())
+        queued = rs.repairs_queued.setdefault(key, set())
         want: list[int] = []
         per = lay.per_pkt
         for off, cnt in ranges:
             end = -(-(off + cnt) // per)
             for i in range(off // per, end if cut is None else min(end, cut)):
                 if i not in queued:
+                    if len(want) >= budget:
+                        self.reasons["repair_budget"] += 1
+                        break
                     queued.add(i)
                     want.append(i)
         if want:
+            rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
             src = arr[start : start + n].view(np.uint8)
             job = SendJob(q, rs, h.stage, shard, src, want, first=False, addr=src.ctypes.data)
             self.queues[q].appendleft(job)
@@ -455,7 +482,7 @@ class Engine(threading.Thread):
             wire.DATA,
             job.stage,
             flags,
-            self.cfg.job_token,
+            self.job_token,
             rs.round,
             self.me,
             job.shard,
@@ -484,7 +511,7 @@ class Engine(threading.Thread):
                 wire.NACK,
                 stage,
                 0,
-                self.cfg.job_token,
+                self.job_token,
                 rs.round,
                 self.me,
                 shard,

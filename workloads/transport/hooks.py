@@ -5,10 +5,11 @@ MEAN over ranks (the transports return the SUM; the hooks divide by N, as `allre
 does). Each state produces one `rounds` row (analysis/schema.py) per (bucket, stage); the worker
 drains them after each step, so the hooks never touch files.
 
-- `dblp_hook`, `optireduce_hook`, `reliable_hook`: the Transpose AllReduce over UDP, run on ONE
-  transport thread fed by a queue, so a bucket's round overlaps the rest of backward. DDP
-  rebuilds its buckets after iteration 0, so iteration 0 always runs the reliable path. A
-  failure resolves the future with the exception (DDP raises it from backward) — never a hang.
+- `udp_hook`: the Transpose AllReduce over UDP under the state's completion policy (dblp,
+  optireduce, reliable, or any policy registered in completion.POLICIES), run on ONE transport
+  thread fed by a queue, so a bucket's round overlaps the rest of backward. DDP rebuilds its
+  buckets after iteration 0, so iteration 0 always runs the reliable path. A failure resolves
+  the future with the exception (DDP raises it from backward) — never a hang.
 - `tcp_hook`: a timing wrapper around DDP's own `allreduce_hook` (Gloo ring over TCP), so TCP
   rounds land in the same rows.
 
@@ -24,6 +25,7 @@ import dataclasses
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -32,19 +34,18 @@ import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from workloads.recorder import max_wait_ms, schedstat_waits
+from workloads.transport.completion import POLICIES, TCP
+from workloads.transport.schedstat import max_wait_ms, schedstat_waits
 
 __all__ = [
-    "HOOKS",
     "TcpState",
     "TensorBucket",
     "UdpState",
-    "dblp_hook",
+    "hook_for",
     "make_state",
-    "optireduce_hook",
     "register_transport",
-    "reliable_hook",
     "tcp_hook",
+    "udp_hook",
 ]
 
 #: Seconds the transport thread may take to stop at close().
@@ -208,10 +209,10 @@ class _Job:
 
 
 class UdpState:
-    """State of `dblp_hook`, `optireduce_hook` and `reliable_hook`: one TransposeAllReduce.
+    """State of `udp_hook`: one TransposeAllReduce under one completion policy.
 
     Hyperparameters:
-        policy: "dblp" | "optireduce" | "reliable" — the completion policy.
+        policy: a name in completion.POLICIES ("dblp", "optireduce", "reliable", ...).
         config: the `TransportConfig` (pacing rate, t_max, ports, OptiReduce mode, rescaling).
             Pace a little under the host link rate (the orchestrator uses 0.95 x bw) so the
             pacer, not the first queue, decides when packets leave.
@@ -219,7 +220,9 @@ class UdpState:
             rebuilds its buckets after iteration 0); raise it for a longer exact start, as
             PowerSGD's `start_powerSGD_iter` does — the phase controller's warm-up is the
             cheaper knob, since it still ends rounds within ε_critical.
-    ε for `dblp` comes from `set_context` (the phase controller), once per step.
+    ε comes from `set_context` (the phase controller), once per step; policies that do not
+    bound loss ignore it. `suspect` totals the datagrams the transport dropped as suspect input,
+    by reason, over the whole run (for run.json; each round row carries its own count).
     """
 
     __slots__ = (
@@ -232,6 +235,7 @@ class UdpState:
         "iteration",
         "context",
         "sink",
+        "suspect",
         "_queue",
         "_thread",
         "_error",
@@ -249,6 +253,7 @@ class UdpState:
         self.iteration = 0
         self.context = _Context()
         self.sink = _RowSink()
+        self.suspect: Counter[str] = Counter()
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name=f"{policy}-transport", daemon=True)
@@ -261,10 +266,8 @@ class UdpState:
     def drain_rows(self) -> list[dict[str, Any]]:
         return self.sink.drain()
 
-    def submit(self, bucket: Any, policy: str) -> torch.futures.Future[torch.Tensor]:
-        """Queue one bucket's round; `policy` is the hook's, checked against the state's."""
-        if policy != self.policy:
-            raise ValueError(f"{policy}_hook registered with a {self.policy} state")
+    def submit(self, bucket: Any) -> torch.futures.Future[torch.Tensor]:
+        """Queue one bucket's round."""
         fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
         ctx = self.context
         job = _Job(
@@ -304,17 +307,17 @@ class UdpState:
             raise TypeError(f"bucket must be contiguous float32, got {t.dtype}")
         data = t.detach().view(-1).numpy()
         warm = job.iteration < self.reliable_iters
-        eps = job.epsilon if self.policy == "dblp" else None
-        wait0 = schedstat_waits()
-        total, stats = self.tar.allreduce(data, epsilon=eps, eps_id=job.eps_id, reliable=warm)
-        cpu_wait_ms = max_wait_ms(wait0, schedstat_waits())
-        self.sink.add(self._rows(job, stats, cpu_wait_ms, warm))
+        total, stats = self.tar.allreduce(
+            data, epsilon=job.epsilon, eps_id=job.eps_id, reliable=warm
+        )
+        self.suspect.update(stats.suspect)
+        self.sink.add(self._rows(job, stats, warm))
         out = torch.from_numpy(np.asarray(total, dtype=np.float32)).view_as(t)
         # into the bucket's own buffer: the transport may reuse its output array next round
         t.copy_(out).div_(self.world)
         job.future.set_result(t)
 
-    def _rows(self, job: _Job, s: Any, cpu_wait_ms: float, warm: bool) -> list[dict[str, Any]]:
+    def _rows(self, job: _Job, s: Any, warm: bool) -> list[dict[str, Any]]:
         common = {
             "rank": self.rank,
             "round": int(s.round),
@@ -340,7 +343,7 @@ class UdpState:
                 retx_pkts=int(s.retx_pkts),
                 cap_hit=bool(s.cap_hit),
                 bad_dgrams=int(s.bad_dgrams),
-                cpu_wait_ms=cpu_wait_ms,
+                cpu_wait_ms=float(s.cpu_wait_ms),
             )
         ]
         scatter_ms = getattr(s, "scatter_ms", None)
@@ -372,6 +375,7 @@ class UdpState:
             "world": self.world,
             "reliable_iters": self.reliable_iters,
             "config": dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else repr(cfg),
+            "suspect": dict(self.suspect),
         }
         for attr in ("t_max_ms", "p50_ms", "rcvbuf_bytes", "sndbuf_bytes"):
             value = getattr(self.tar, attr, None)
@@ -386,27 +390,19 @@ class UdpState:
         self.tar.close()
 
 
-def dblp_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    """Bounded loss: a round ends once ≥ (1−ε) of its data is in; ε from the phase controller."""
-    return state.submit(bucket, "dblp")
+def udp_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """Transpose AllReduce over UDP; when a round may end is the state's policy's business."""
+    return state.submit(bucket)
 
 
-def optireduce_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    """Bounded time (OptiReduce-style): adaptive or fixed timeout, no retransmission."""
-    return state.submit(bucket, "optireduce")
-
-
-def reliable_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    """The same UDP path with full repair: the exact control for the lossy two."""
-    return state.submit(bucket, "reliable")
-
-
-HOOKS: dict[str, Callable[[Any, Any], torch.futures.Future]] = {
-    "dblp": dblp_hook,
-    "optireduce": optireduce_hook,
-    "reliable": reliable_hook,
-    "tcp": tcp_hook,
-}
+def hook_for(name: str) -> Callable[[Any, Any], torch.futures.Future]:
+    """The DDP hook of transport `name`: Gloo's for tcp, `udp_hook` for every registered
+    completion policy (looked up now, so a policy registered after import is served too)."""
+    if name == TCP:
+        return tcp_hook
+    if name in POLICIES:
+        return udp_hook
+    raise ValueError(f"unknown transport {name!r}; known: {', '.join((*POLICIES, TCP))}")
 
 
 def make_state(
@@ -423,9 +419,8 @@ def make_state(
     `calibrate_elems` (the largest bucket, in float32 elements) runs the burst-free calibration
     that sets t_max when the config leaves it None; every rank must pass the same value.
     """
-    if name not in HOOKS:
-        raise ValueError(f"unknown transport {name!r}; known: {sorted(HOOKS)}")
-    if name == "tcp":
+    hook_for(name)  # an unknown name fails here, before any socket or thread
+    if name == TCP:
         return TcpState(process_group)
     from workloads.transport.config import TransportConfig
     from workloads.transport.tar import TransposeAllReduce
@@ -449,5 +444,5 @@ def register_transport(
 ) -> TcpState | UdpState:
     """Build the state for `name` and register its hook on `ddp_model`; returns the state."""
     state = make_state(name, config, **kwargs)
-    ddp_model.register_comm_hook(state, HOOKS[name])
+    ddp_model.register_comm_hook(state, hook_for(name))
     return state

@@ -38,7 +38,7 @@ class Case:
     n_elems: int
     rounds: int
     config: dict[str, Any] = field(default_factory=dict)
-    epsilon: float | None = None
+    epsilon: float = 0.0  # each round's loss budget (dblp)
     calibrate_rounds: int = 0  # 0: no calibration (t_max from config or the model)
     compare_gloo: bool = False  # also all_reduce each round's input over Gloo and compare
     seed: int = 0

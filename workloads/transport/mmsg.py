@@ -67,8 +67,15 @@ def _len_view(msgs: ctypes.Array) -> np.ndarray:
     return raw.view(np.uint32)[_MMsgHdr.len.offset // 4 :: _MSG_BYTES // 4]
 
 
+def source_key(host: str, port: int) -> int:
+    """The key `RecvRing.recv` reports for a datagram from (host, port): the sockaddr_in's
+    address and port bytes as the kernel wrote them, read as one integer."""
+    return int.from_bytes(socket.inet_aton(host), "little") << 16 | socket.htons(port)
+
+
 class RecvRing:
-    """`slots` pre-faulted receive buffers of `slot_bytes` each, filled by one recvmmsg."""
+    """`slots` pre-faulted receive buffers of `slot_bytes` each, filled by one recvmmsg, with
+    each datagram's source address (the engine checks it against the job's members)."""
 
     def __init__(self, slots: int, slot_bytes: int) -> None:
         self.slots = slots
@@ -77,23 +84,39 @@ class RecvRing:
         self.views = [(self.bufs[k], memoryview(self.bufs[k])) for k in range(slots)]
         self._iov = (_IoVec * slots)()
         self._msgs = (_MMsgHdr * slots)()
+        self._names = (_SockAddrIn * slots)()
         for k in range(slots):
             self._iov[k].base = self.bufs[k].ctypes.data
             self._iov[k].len = slot_bytes
             self._msgs[k].hdr.iov = ctypes.addressof(self._iov[k])
             self._msgs[k].hdr.iovlen = 1
+            self._msgs[k].hdr.name = ctypes.addressof(self._names[k])
         self._addr = ctypes.addressof(self._msgs)
         self._lens = _len_view(self._msgs)
+        raw = np.frombuffer(self._msgs, dtype=np.uint8).view(np.uint32)
+        # msg_namelen is value-result: the kernel overwrites it, so it is reset before each call.
+        self._namelens = raw[_MsgHdr.namelen.offset // 4 :: _MSG_BYTES // 4]
+        self._namelen = ctypes.sizeof(_SockAddrIn)
+        names = np.frombuffer(self._names, dtype=np.uint8)
+        rows = names.reshape(slots, ctypes.sizeof(_SockAddrIn))
+        self._src_addr = rows[:, _SockAddrIn.addr.offset : _SockAddrIn.addr.offset + 4].view(
+            np.uint32
+        )[:, 0]
+        self._src_port = rows[:, _SockAddrIn.port.offset : _SockAddrIn.port.offset + 2].view(
+            np.uint16
+        )[:, 0]
 
-    def recv(self, fd: int) -> list[int] | None:
-        """Lengths of the datagrams now in slots 0.., [] if none waits; None if the call read a
-        queued ICMP error instead (the caller just reads again)."""
+    def recv(self, fd: int) -> tuple[list[int], list[int]] | None:
+        """(lengths, source keys) of the datagrams now in slots 0.., ([], []) if none waits;
+        None if the call read a queued ICMP error instead (the caller just reads again)."""
+        self._namelens[:] = self._namelen
         n = _recvmmsg(fd, self._addr, self.slots, MSG_DONTWAIT, None)
         if n >= 0:
-            return self._lens[:n].tolist()
+            keys = (self._src_addr[:n].astype(np.uint64) << 16) | self._src_port[:n]
+            return self._lens[:n].tolist(), keys.tolist()
         e = ctypes.get_errno()
         if e == errno.EAGAIN:
-            return []
+            return [], []
         if e in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
             return None
         raise OSError(e, f"recvmmsg: {os.strerror(e)}")

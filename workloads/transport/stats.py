@@ -11,13 +11,15 @@ class RoundStats:
 
     Times are CLOCK_MONOTONIC seconds, latencies ms. bytes = float32 payload bytes this rank
     sent since the previous round ended (first transmissions and repairs); nacks, retx_pkts and
-    bad_dgrams count the same interval, so summing rows gives the job's totals. pkts_* and
+    `suspect` count the same interval, so summing rows gives the job's totals. pkts_* and
     delivered_loss are about the data this rank had to receive in this round (scatter
     contributions to its shard plus the other ranks' reduced shards); delivered_loss is the
     element-weighted missing fraction. cpu_wait_ms is how long the transport thread was
-    runnable but off the CPU during the round (/proc schedstat), the validity guard's input: a
-    deadline can be overshot by at most that plus one poll tick. bad_reasons maps each
-    rejection reason to its count.
+    runnable but off the CPU during the round (/proc schedstat): a deadline can be overshot by
+    at most that plus one poll tick. `suspect` maps a reason to a count of datagrams dropped as
+    suspect input (wrong token, not from the member it names, non-finite values, out of the
+    round window, NACK ranges or repair budget exceeded, ...); `eps_mismatch` is the one reason
+    whose datagrams were used: a member whose ε decision differed from this rank's.
     """
 
     round: int
@@ -34,11 +36,11 @@ class RoundStats:
     nacks: int
     retx_pkts: int
     cap_hit: bool
-    bad_dgrams: int
     policy: str = ""
     eps_id: int = 0
-    late_dgrams: int = 0
-    eps_mismatch: int = 0
-    t_budget_ms: float = 0.0
-    cpu_wait_ms: float = 0.0  # run-queue wait of this rank's transport thread in the round
-    bad_reasons: dict[str, int] = field(default_factory=dict)
+    cpu_wait_ms: float = 0.0
+    suspect: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bad_dgrams(self) -> int:
+        return sum(self.suspect.values())

@@ -7,6 +7,8 @@ Which data may be missing, and what replaces it, is the completion policy's busi
 (completion.py); `allreduce` returns the SUM over ranks.
 
     tar = TransposeAllReduce.from_process_group("10.0.0.2", "dblp", TransportConfig())
+    # or, without torch.distributed: every rank passes the same secret
+    tar = TransposeAllReduce(rank, world, addrs, "dblp", TransportConfig(), job_token=token)
     tar.calibrate(n_elems=1 << 20)          # burst-free p50 -> t_max = 4 x p50
     total, stats = tar.allreduce(grad, epsilon=0.01)
 """
@@ -20,9 +22,10 @@ import numpy as np
 
 from workloads.transport import wire
 from workloads.transport.completion import (
+    POLICIES,
     CompletionPolicy,
-    Dblp,
     Reliable,
+    check_epsilon,
     idle_gap_s,
     make_policy,
 )
@@ -33,7 +36,6 @@ from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.roundstate import Timing
 from workloads.transport.stats import RoundStats
 
-POLICIES = ("dblp", "optireduce", "reliable")
 #: t_max before calibration: this many times a modelled p50 (pacing bound x 1.25 + 2 idle gaps).
 T_MAX_OVER_P50 = 4.0
 
@@ -48,6 +50,8 @@ class TransposeAllReduce:
         addrs: Sequence[str],
         policy: str,
         config: TransportConfig | None = None,
+        *,
+        job_token: int,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
@@ -55,11 +59,12 @@ class TransposeAllReduce:
             raise ValueError(f"rank {rank} / world {world} / {len(addrs)} addresses disagree")
         if world > 0xFFFF:
             raise ValueError("world must fit the 16-bit rank field")
+        if not 0 < job_token < 1 << wire.TOKEN_BITS:
+            raise ValueError(f"job_token must be a non-zero {wire.TOKEN_BITS}-bit secret")
         self.rank, self.world, self.policy_name = rank, world, policy
         self.config = cfg = config or TransportConfig()
-        self.policy: CompletionPolicy = make_policy(
-            policy, epsilon=cfg.epsilon, mode=cfg.optireduce_mode, rescale=cfg.rescale
-        )
+        self.policy: CompletionPolicy = make_policy(policy, cfg)
+        self._reliable = Reliable()
         self.p50_ms: float | None = None
         self.t_max_ms: float | None = cfg.t_max_ms
         self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu)
@@ -68,7 +73,7 @@ class TransposeAllReduce:
         self._round = 0
         if world > 1:
             self.endpoint = Endpoint(rank, addrs, cfg)
-            self.engine = Engine(rank, world, self.endpoint, cfg)
+            self.engine = Engine(rank, world, self.endpoint, cfg, job_token)
             self.engine.start()
 
     @classmethod
@@ -81,9 +86,11 @@ class TransposeAllReduce:
     ) -> TransposeAllReduce:
         """Learn every rank's UDP address through the (Gloo) process group.
 
-        Also checks that every rank was given the same policy and config (a mismatch would
-        show up only as rejected datagrams), and returns after every rank has bound its
-        sockets, so no first packet meets a closed port.
+        Rank 0 draws the job's secret token and broadcasts it over the group's own connections:
+        never on a command line, in a file or in the rendezvous store (a TCPStore answers any
+        client that reaches its port). Also checks that every rank was given the same policy
+        and config (a mismatch would show up only as rejected datagrams), and returns after
+        every rank has bound its sockets, so no first packet meets a closed port.
         """
         import torch.distributed as dist
 
@@ -98,7 +105,12 @@ class TransposeAllReduce:
                 raise ValueError(
                     f"rank {rank} has {policy} {config} but rank {r} has {other[1]} {other[2]}"
                 )
-        tar = cls(rank, world, [o[0] for o in every if o is not None], policy, config)
+        token = [wire.new_job_token() if rank == 0 else 0]
+        dist.broadcast_object_list(
+            token, src=dist.get_global_rank(group, 0) if group else 0, group=group
+        )
+        addrs = [o[0] for o in every if o is not None]
+        tar = cls(rank, world, addrs, policy, config, job_token=int(token[0]))
         try:
             dist.barrier(group=group)
         except BaseException:
@@ -144,7 +156,7 @@ class TransposeAllReduce:
         self,
         data: np.ndarray,
         *,
-        epsilon: float | None = None,
+        epsilon: float = 0.0,
         eps_id: int = 0,
         reliable: bool = False,
         inject_drop: bool = True,
@@ -155,8 +167,9 @@ class TransposeAllReduce:
         SUM / N is the intended mean: optireduce keeps this rank's own value x (mean x / N, as
         OptiReduce), dblp puts N x (mean x); see completion.py.
 
-        epsilon overrides the configured loss budget for a dblp round; reliable=True runs this
-        round exactly whatever the policy (DDP's iteration 0). inject_drop=False exempts the
+        epsilon is this round's loss budget (read by loss-bounded policies such as dblp, the
+        one route by which ε reaches a policy); reliable=True runs this round exactly whatever
+        the policy (DDP's iteration 0). inject_drop=False exempts the
         round from the configured test loss (calibration rounds are burst-free).
         """
         arr = np.asarray(data)
@@ -164,17 +177,15 @@ class TransposeAllReduce:
             raise ValueError(f"allreduce takes a 1-D array, got shape {arr.shape}")
         if arr.dtype != np.float32:
             raise TypeError(f"allreduce takes float32, got {arr.dtype}")
+        check_epsilon(epsilon)
         own = np.array(arr, dtype=np.float32, copy=True)
+        policy = self._reliable if reliable else self.policy
+        if not policy.uses_epsilon:
+            epsilon = 0.0
         if self.engine is None:
             return self._alone(own, epsilon)
-        if reliable:
-            policy: CompletionPolicy = Reliable()
-        elif self.policy_name == "dblp" and epsilon is not None:
-            policy = Dblp(epsilon)
-        else:
-            policy = self.policy
         timing = self._timing(len(own))
-        req = Request(own, policy, eps_id, timing, inject_drop and self.config.drop > 0)
+        req = Request(own, policy, epsilon, eps_id, timing, inject_drop and self.config.drop > 0)
         self.engine.submit(req)
         # The engine gives up on its own (RELIABLE_GIVE_UP_S, or the budget + grace); this
         # outer bound only catches an engine that died without answering.
@@ -187,28 +198,13 @@ class TransposeAllReduce:
         self._round += 1
         return req.result
 
-    def _alone(self, own: np.ndarray, epsilon: float | None) -> tuple[np.ndarray, RoundStats]:
+    def _alone(self, own: np.ndarray, eps: float) -> tuple[np.ndarray, RoundStats]:
         now = time.monotonic()
         self._round += 1
-        eps = self.policy.epsilon if epsilon is None else epsilon
         stats = RoundStats(
-            self._round - 1,
-            now,
-            now,
-            0.0,
-            0.0,
-            0.0,
-            0,
-            0,
-            0,
-            0.0,
-            eps,
-            0,
-            0,
-            False,
-            0,
+            self._round - 1, now, now, 0.0, 0.0, 0.0, 0, 0, 0, 0.0, eps, 0, 0, False,
             policy=self.policy_name,
-        )
+        )  # fmt: skip
         return own, stats
 
     def calibrate(self, n_elems: int, rounds: int = 5) -> float:

@@ -1,23 +1,28 @@
-"""The datagram format: a fixed 36-byte little-endian header, then the payload.
+"""The datagram format: a fixed 40-byte little-endian header, then the payload.
 
 DATA carries float32 elements of one shard (packet-aligned offset, in elements); NACK carries
 (offset, count) uint32 pairs naming the missing element ranges of one shard. A payload never
-exceeds MTU - 28 (IPv4 + UDP) - 36 bytes, so with IP_PMTUDISC_DO nothing is fragmented.
+exceeds MTU - 28 (IPv4 + UDP) - 40 bytes, so with IP_PMTUDISC_DO nothing is fragmented.
 
 Every received datagram goes through `decode`, which returns a Header or the reason it was
-rejected; it never raises, whatever the bytes.
+rejected; it never raises, whatever the bytes. The job token is a 64-bit per-job secret (drawn
+by rank 0 at rendezvous, see `new_job_token`): a datagram from another job, or from a sender
+that never joined this one, fails it. Membership by source address is the engine's check (the
+header's `src` is only a claim), and so are the round window and the payload's values.
 """
 
 from __future__ import annotations
 
+import secrets
 import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
 MAGIC = 0x504C4244  # b"DBLP" read little-endian
-VERSION = 1
-HEADER = struct.Struct("<IBBBBIIHHIIII")
-HEADER_BYTES = HEADER.size  # 36
+VERSION = 2  # 2: 64-bit job token
+HEADER = struct.Struct("<IBBBBQIHHIIII")
+HEADER_BYTES = HEADER.size  # 40
+TOKEN_BITS = 64
 IP_UDP_BYTES = 28
 
 DATA = 1
@@ -49,6 +54,11 @@ class Header(NamedTuple):
     count: int
     eps_id: int
     timeout_us: int
+
+
+def new_job_token() -> int:
+    """A fresh per-job secret: non-zero, so a forgotten token (0) never matches a real job."""
+    return secrets.randbits(TOKEN_BITS) or 1
 
 
 def payload_bytes(mtu: int) -> int:
