@@ -12,6 +12,7 @@ Servers are started with Popen and killed by PID (`iperf3 -s -D` daemons outlive
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 import statistics
@@ -27,6 +28,7 @@ __all__ = [
     "bin_iperf3",
     "bin_ping",
     "iperf3_server",
+    "iperf3_udp_totals",
     "parse_iperf3_line",
     "parse_ping_line",
     "run_probe",
@@ -214,6 +216,22 @@ def iperf3_server(
         yield server, lines
     finally:
         _end(server, 0)
+
+
+def iperf3_udp_totals(
+    net, scheduler, src: str, dst: str, seconds: float, mbps: float = 20.0
+) -> tuple[int, int]:
+    """(lost, sent) datagrams of a UDP iperf3 src -> dst, by iperf3's own end-of-test count.
+
+    The scheduler is started when the client is, the server already listening.
+    """
+    with iperf3_server(net, dst):
+        scheduler.start(time.monotonic())
+        argv = ["iperf3", "-c", net.topo.host_ip(dst), "-p", str(CONTROL_PORT),
+                "--cport", str(DATA_PORT), "-u", "-b", f"{mbps:g}M", "-l", "1400",
+                "-t", f"{seconds:g}", "-J"]  # fmt: skip
+        end = json.loads(net.exec(src, argv, timeout=seconds + 20))["end"]["sum"]
+    return end["lost_packets"], end["packets"]
 
 
 def run_probe(

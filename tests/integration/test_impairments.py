@@ -5,11 +5,9 @@ Run under the shared lock: `flock /tmp/dblp-net.lock .venv/bin/pytest tests/inte
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
-import time
 
 import pytest
 
@@ -76,14 +74,10 @@ def udp_totals(net, events, backend, seconds=3.0, mbps=20.0):
     sched = BurstScheduler(net, events, backend, "test")
     sched.prepare()
     try:
-        with probes.iperf3_server(net, "h3"):  # returns once iperf3 says it listens
-            sched.start(time.monotonic())
-            argv = ["iperf3", "-c", net.topo.host_ip("h3"), "--cport", "5202", "-u", "-b",
-                    f"{mbps:g}M", "-l", "1400", "-t", f"{seconds:g}", "-J"]  # fmt: skip
-            end = json.loads(net.exec("h1", argv, timeout=seconds + 20))["end"]["sum"]
+        lost, sent = probes.iperf3_udp_totals(net, sched, "h1", "h3", seconds, mbps)
     finally:
         bursts = sched.stop()
-    return end["lost_packets"], end["packets"], bursts, sched
+    return lost, sent, bursts, sched
 
 
 @pytest.mark.parametrize("backend", ["iptables", "nft"])

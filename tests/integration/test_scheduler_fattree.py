@@ -1,8 +1,11 @@
-"""The heavy preset on the default fat-tree: rows match the schema, bursts show in an iperf3
-probe, and nothing of ours (rule, rate change, shell, sender) outlives `stop()`."""
+"""The heavy preset on the default fat-tree: rows match the schema, events are applied and
+reverted in the planned order, bursts show in an iperf3 probe, and nothing of ours (rule, rate
+change, shell, sender) outlives `stop()`. How late the changes land is a benchmark's figure
+(python -m benchmarks.schedule_playback_lag), not a test's bound."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -47,12 +50,31 @@ def test_bursts_rows_match_the_schema_and_cover_only_due_events(heavy_run):
     df = schema.validate("bursts", schema.coerce("bursts", bursts))
     assert set(df["kind"]) == {"loss", "incast"}
     assert (df["planned_start_s"] < sched.t0 + SECONDS + 5).all()
-    applied = df.dropna(subset=["applied_start_s", "applied_end_s"])
-    assert len(applied) >= 0.9 * len(df)
-    assert (applied["applied_end_s"] > applied["applied_start_s"]).all()
-    lag = applied["applied_start_s"] - applied["planned_start_s"]
-    assert lag.median() < 0.02  # wide bound; the benchmark reports the real lag
+    assert (df["drops"] >= 0).all()
     assert df.loc[df["kind"] == "loss", "drops"].sum() > 0
+    assert df.loc[df["kind"] == "incast", "drops"].sum() > 0
+
+
+def test_events_are_applied_in_planned_order_and_each_one_reverted(heavy_run):
+    _, bursts, _, _, _ = heavy_run
+    played = [b for b in bursts if not math.isnan(b["applied_start_s"])]
+    unplayed = [b for b in bursts if math.isnan(b["applied_start_s"])]
+    assert {b["kind"] for b in played} == {"loss", "incast"}
+    # the player goes through the schedule in time order: what it had not reached at stop()
+    # is planned after everything it applied
+    if unplayed:
+        last = max(b["planned_start_s"] for b in played)
+        assert min(b["planned_start_s"] for b in unplayed) > last
+    # one instant's changes are acknowledged before the next instant's are sent
+    acked: dict[float, list[float]] = {}
+    for b in played:
+        acked.setdefault(b["planned_start_s"], []).append(b["applied_start_s"])
+    spans = [(min(a), max(a)) for _, a in sorted(acked.items())]
+    assert all(before[1] <= after[0] for before, after in zip(spans, spans[1:], strict=False))
+    for b in played:
+        assert b["applied_start_s"] >= b["planned_start_s"], b  # never early
+        # reverted when planned, or by stop() if still on: either way after it was applied
+        assert b["applied_end_s"] > b["applied_start_s"], b
 
 
 def test_probe_throughput_drops_inside_loss_windows(heavy_run):
