@@ -22,8 +22,8 @@ import time
 from itertools import groupby
 from typing import Any
 
+from testbed.impairments import LOSS_BACKENDS, Egress, Impairment, egress_of, mechanism_for
 from testbed.impairments.applier import ShellApplier, make_realtime, realtime_prefix
-from testbed.impairments.base import Egress, Impairment, egress_of
 from testbed.schedule import Change, Event, timeline
 from topologies.model import Direction
 
@@ -35,8 +35,8 @@ SPIN_S = 0.0005
 
 class BurstScheduler:
     def __init__(self, net, events: list[Event], backend: str, run_id: str) -> None:
-        if backend not in ("netem", "iptables", "nft"):
-            raise ValueError(f"impairment backend {backend!r}: use netem, iptables or nft")
+        if backend not in LOSS_BACKENDS:
+            raise ValueError(f"impairment backend {backend!r}: use {', '.join(LOSS_BACKENDS)}")
         self.net, self.events, self.backend, self.run_id = net, list(events), backend, run_id
         self.changes: list[Change] = timeline(self.events)
         self.t0: float | None = None
@@ -67,7 +67,7 @@ class BurstScheduler:
             self._shells[node] = sh
         return self._shells[node]
 
-    def _spawn(self, host: str, argv: list[str]) -> subprocess.Popen:
+    def spawn(self, host: str, argv: list[str]) -> subprocess.Popen:
         # real-time too: an idle sender sleeps in select() and must wake on time under load
         proc = subprocess.Popen(
             ["mnexec", "-a", str(self.net.node(host).pid), *realtime_prefix(), *argv],
@@ -79,18 +79,10 @@ class BurstScheduler:
         return proc
 
     def _mechanism(self, kind: str) -> Impairment:
-        from testbed.impairments import incast, iptables, netem, nft, squeeze
-
-        if kind == "delay" or (kind == "loss" and self.backend == "netem"):
-            shared = self._mechs.get("delay") or self._mechs.get("loss")
-            if isinstance(shared, netem.NetemLeaf):
-                return shared
-            return netem.NetemLeaf(self.shell)
-        if kind == "loss":
-            return {"iptables": iptables.IptablesLoss, "nft": nft.NftLoss}[self.backend](self.shell)
-        if kind == "squeeze":
-            return squeeze.HtbSqueeze(self.shell)
-        return incast.IncastSenders(self.shell, self._spawn, self.net.topo.host_ip)
+        """The registry's mechanism for kind; one instance each (netem's leaf: loss and delay)."""
+        cls = mechanism_for(kind, self.backend)
+        made = [m for m in self._mechs.values() if type(m) is cls]
+        return made[0] if made else cls.on(self)
 
     def prepare(self) -> None:
         """Install everything at zero effect; before the run, so no event pays for set-up."""

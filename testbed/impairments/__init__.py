@@ -6,11 +6,49 @@
 - ``squeeze``: the HTB class rate, changed in place.
 - ``incast``: paced UDP senders on idle hosts, triggered over a pipe.
 
-All kernel changes go through one long-lived shell per namespace (``applier``).
+All kernel changes go through one long-lived shell per namespace (``applier``). `MECHANISMS`
+is the registry: a new mechanism is one class (with its `kinds`) plus one line there.
 """
 
-from testbed.impairments.base import Egress, Impairment, Ticket, egress_of
+from testbed.impairments.base import Egress, Impairment, Site, Ticket, egress_of
+from testbed.impairments.incast import IncastSenders
+from testbed.impairments.iptables import IptablesLoss
+from testbed.impairments.netem import NetemLeaf
+from testbed.impairments.nft import NftLoss
+from testbed.impairments.squeeze import HtbSqueeze
 
-LOSS_BACKENDS = ("netem", "iptables", "nft")
+#: Every mechanism by name. Loss has several (the run's choice, `--impair`); every other
+#: kind has exactly one (delay: netem's leaf, which then carries loss too).
+MECHANISMS: dict[str, type[Impairment]] = {
+    "netem": NetemLeaf,
+    "iptables": IptablesLoss,
+    "nft": NftLoss,
+    "squeeze": HtbSqueeze,
+    "incast": IncastSenders,
+}
+#: The names a run may choose for loss (`--impair`, besides "auto").
+LOSS_BACKENDS: tuple[str, ...] = tuple(n for n, cls in MECHANISMS.items() if "loss" in cls.kinds)
 
-__all__ = ["LOSS_BACKENDS", "Egress", "Impairment", "Ticket", "egress_of"]
+
+def mechanism_for(kind: str, backend: str) -> type[Impairment]:
+    """The mechanism that plays events of `kind` when loss goes through `backend`."""
+    if backend not in LOSS_BACKENDS:
+        raise ValueError(f"impairment backend {backend!r}: use {', '.join(LOSS_BACKENDS)}")
+    if kind == "loss":
+        return MECHANISMS[backend]
+    serving = [cls for cls in MECHANISMS.values() if kind in cls.kinds]
+    if len(serving) != 1:
+        raise ValueError(f"event kind {kind!r}: {len(serving)} mechanisms play it, need one")
+    return serving[0]
+
+
+__all__ = [
+    "LOSS_BACKENDS",
+    "MECHANISMS",
+    "Egress",
+    "Impairment",
+    "Site",
+    "Ticket",
+    "egress_of",
+    "mechanism_for",
+]

@@ -5,20 +5,23 @@ in place: `apply(egress, value, event)` sets the composed set-point, `revert(egr
 restores the base of that kind. Both return a Ticket; `flush()` sends what they queued (one
 process per namespace for the mechanisms that batch), and `Ticket.wait()` gives the
 CLOCK_MONOTONIC time the change took effect. `drops(egress)` reads the cumulative drop counter
-the mechanism's effect shows up in; `close` removes everything.
+the mechanism's effect shows up in; `close` removes everything. A mechanism names the event
+kinds it serves (`kinds`) and is made for a live network by `on(site)`.
 """
 
 from __future__ import annotations
 
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from testbed.impairments.applier import ShellApplier
 from testbed.schedule.events import Event
 from topologies.model import Direction
 
-__all__ = ["Batch", "Egress", "Impairment", "Ticket", "egress_of", "shell_ticket"]
+__all__ = ["Batch", "Egress", "Impairment", "Site", "Ticket", "egress_of", "shell_ticket"]
 
 
 @dataclass(frozen=True)
@@ -102,15 +105,32 @@ class Batch:
         self._lines, self._pending = {}, {}
 
 
+class Site(Protocol):
+    """What a mechanism acts through on a live network (the burst scheduler is one)."""
+
+    net: Any  # testbed.network.LiveNetwork
+
+    def shell(self, node: str) -> ShellApplier: ...
+
+    def spawn(self, host: str, argv: list[str]) -> subprocess.Popen: ...
+
+
 class Impairment(ABC):
     """One mechanism for one event kind (netem serves two: loss and delay)."""
 
+    #: The event kinds this mechanism can play.
+    kinds: ClassVar[tuple[str, ...]] = ()
     #: True when the drop counter cannot move while the mechanism is at its base (a loss rule
     #: at probability 0); queue-drop counters (squeeze, incast) also count ordinary congestion.
     still_when_idle: bool = False
 
     def __init__(self, shells: Callable[[str], ShellApplier]) -> None:
         self.shell = shells  # node name -> that namespace's shell
+
+    @classmethod
+    def on(cls, site: Site) -> Impairment:
+        """This mechanism on the site's network; one that needs more than shells overrides it."""
+        return cls(site.shell)
 
     @abstractmethod
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None: ...
@@ -164,6 +184,7 @@ class BatchedImpairment(Impairment):
 class LossRules(BatchedImpairment):
     """Firewall loss rules: installed at probability 0, rewritten in place per event."""
 
+    kinds = ("loss",)
     still_when_idle = True
 
     @abstractmethod

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from testbed.impairments.applier import ShellApplier
-from testbed.impairments.base import Egress, Impairment, Ticket
+from testbed.impairments.base import Egress, Impairment, Site, Ticket
 from testbed.impairments.tc_stats import read_leaf_drops
 from testbed.kernel import KernelError
 from testbed.schedule.events import Event
@@ -68,6 +68,8 @@ class SenderProcess:
 
 
 class IncastSenders(Impairment):
+    kinds = ("incast",)
+
     def __init__(
         self,
         shells: Callable[[str], ShellApplier],
@@ -76,6 +78,10 @@ class IncastSenders(Impairment):
     ) -> None:
         super().__init__(shells)
         self._spawn, self._ip = spawn, host_ip
+
+    @classmethod
+    def on(cls, site: Site) -> IncastSenders:
+        return cls(site.shell, site.spawn, site.net.topo.host_ip)
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
         hosts = sorted({s for e in events for s, _ in e.params["pairs"]})

@@ -43,6 +43,8 @@ def check_netem(caps, events: Sequence[Event]) -> None:
 class NetemLeaf(Impairment):
     """Serves two kinds on one leaf: ``loss`` (probability) and ``delay`` (ms)."""
 
+    kinds = ("loss", "delay")
+
     def __init__(self, shells, caps=None) -> None:
         super().__init__(shells)
         self._caps = caps  # capabilities.Capabilities; probed on prepare when not given

@@ -19,6 +19,7 @@ __all__ = ["HtbSqueeze"]
 
 
 class HtbSqueeze(BatchedImpairment):
+    kinds = ("squeeze",)
     batch_argv = ("tc", "-batch", "-")
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
