@@ -43,10 +43,10 @@ TAIL_P50_FRACTION = 0.1  # max(TAIL_GAPS gaps, 10 % of the calibrated p50)
 SCATTER_SHARE = 0.5  # the scatter stage must end by round_start + SCATTER_SHARE * budget
 
 
-def check_epsilon(epsilon: float) -> float:
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     """ε is a fraction of a round's data that may stay missing: [0, 1)."""
     if not 0.0 <= epsilon < 1.0:
-        raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
+        raise ValueError(f"{name} must be in [0, 1), got {epsilon}")
     return epsilon
 
 

@@ -68,9 +68,13 @@ def _len_view(msgs: ctypes.Array) -> np.ndarray:
 
 
 def source_key(host: str, port: int) -> int:
-    """The key `RecvRing.recv` reports for a datagram from (host, port): the sockaddr_in's
-    address and port bytes as the kernel wrote them, read as one integer."""
-    return int.from_bytes(socket.inet_aton(host), "little") << 16 | socket.htons(port)
+    """The key `RecvRing.recv` reports for a datagram from (host, port): the first 8 bytes of
+    the sockaddr_in the kernel wrote (family, port, address), read as one little-endian int."""
+    return (
+        socket.AF_INET
+        | socket.htons(port) << 16
+        | int.from_bytes(socket.inet_aton(host), "little") << 32
+    )
 
 
 class RecvRing:
@@ -91,29 +95,20 @@ class RecvRing:
             self._msgs[k].hdr.iov = ctypes.addressof(self._iov[k])
             self._msgs[k].hdr.iovlen = 1
             self._msgs[k].hdr.name = ctypes.addressof(self._names[k])
+            # Value-result, but an AF_INET socket's sender is always a 16-byte sockaddr_in,
+            # so the kernel writes back the same length: set once, not before every call.
+            self._msgs[k].hdr.namelen = ctypes.sizeof(_SockAddrIn)
         self._addr = ctypes.addressof(self._msgs)
         self._lens = _len_view(self._msgs)
-        raw = np.frombuffer(self._msgs, dtype=np.uint8).view(np.uint32)
-        # msg_namelen is value-result: the kernel overwrites it, so it is reset before each call.
-        self._namelens = raw[_MsgHdr.namelen.offset // 4 :: _MSG_BYTES // 4]
-        self._namelen = ctypes.sizeof(_SockAddrIn)
-        names = np.frombuffer(self._names, dtype=np.uint8)
-        rows = names.reshape(slots, ctypes.sizeof(_SockAddrIn))
-        self._src_addr = rows[:, _SockAddrIn.addr.offset : _SockAddrIn.addr.offset + 4].view(
-            np.uint32
-        )[:, 0]
-        self._src_port = rows[:, _SockAddrIn.port.offset : _SockAddrIn.port.offset + 2].view(
-            np.uint16
-        )[:, 0]
+        # Family, port and address of each slot's sender, as one uint64 (see source_key).
+        self._src = np.frombuffer(self._names, dtype=np.uint64)[:: ctypes.sizeof(_SockAddrIn) // 8]
 
     def recv(self, fd: int) -> tuple[list[int], list[int]] | None:
         """(lengths, source keys) of the datagrams now in slots 0.., ([], []) if none waits;
         None if the call read a queued ICMP error instead (the caller just reads again)."""
-        self._namelens[:] = self._namelen
         n = _recvmmsg(fd, self._addr, self.slots, MSG_DONTWAIT, None)
         if n >= 0:
-            keys = (self._src_addr[:n].astype(np.uint64) << 16) | self._src_port[:n]
-            return self._lens[:n].tolist(), keys.tolist()
+            return self._lens[:n].tolist(), self._src[:n].tolist()
         e = ctypes.get_errno()
         if e == errno.EAGAIN:
             return [], []

@@ -24,6 +24,8 @@ from typing import Literal
 import torch
 import torch.distributed as dist
 
+from workloads.transport.completion import check_epsilon
+
 Phase = Literal["critical", "stable"]
 REASONS = ("warmup", "lr_decay", "accordion", "stable")
 
@@ -66,11 +68,9 @@ class PhaseConfig:
     pinned_epsilon: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("eps_critical", "eps_stable"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.pinned_epsilon is not None and not 0.0 <= self.pinned_epsilon < 1.0:
-            raise ValueError(f"pinned_epsilon must be in [0, 1), got {self.pinned_epsilon}")
+        for name in ("eps_critical", "eps_stable", "pinned_epsilon"):
+            if getattr(self, name) is not None:
+                check_epsilon(getattr(self, name), name)
         if self.checkpoint_every < 1:
             raise ValueError("checkpoint_every must be >= 1")
         if self.warmup_steps < 0 or self.eta <= 0:
@@ -145,7 +145,6 @@ class GradAccumulator:
 
     def __init__(self) -> None:
         self._sum: list[torch.Tensor] | None = None
-        self._steps = 0
 
     def add(self, params: Iterable[torch.nn.Parameter]) -> None:
         grads = [p.grad.detach() for p in params if p.grad is not None]
@@ -153,14 +152,13 @@ class GradAccumulator:
             self._sum = [g.clone() for g in grads]
         else:
             torch._foreach_add_(self._sum, grads)
-        self._steps += 1
 
     def norm_and_reset(self) -> float | None:
         """Global L2 norm of the accumulated gradient, or None if nothing was added."""
         if self._sum is None:
             return None
         norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(self._sum))))
-        self._sum, self._steps = None, 0
+        self._sum = None
         return norm
 
 
