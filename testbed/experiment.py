@@ -15,6 +15,7 @@ import platform
 import queue
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,13 @@ PING_TIMEOUT_S = 2
 IDLE_LINK_FRACTION = 0.8  # of the configured rate, TCP goodput over one second
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM during a run."""
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM during a run; `signum` says which. A KeyboardInterrupt (like
+    `network.Terminated`), so that no `except Exception` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
 
 
 @dataclass
@@ -131,25 +137,110 @@ def expected_duration_s(spec: RunSpec) -> float:
     return steps * max(bound_s, 0.2)
 
 
+def signal_name(exc: BaseException) -> str | None:
+    """The signal an exception stands for, or None: `Interrupted` and `network.Terminated`
+    carry theirs (`signum`); a bare KeyboardInterrupt is Python's own SIGINT."""
+    if not isinstance(exc, KeyboardInterrupt):
+        return None
+    return signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+
+
+def _failure(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, RunFailed) else f"{type(exc).__name__}: {exc}"
+
+
+def final_status(error: BaseException | None, late: int | None = None) -> tuple[str, str]:
+    """(status, reason) of a run, from what ended its execution (`error`, None if it returned)
+    and the first signal that came after it, while the results were merged (`late`). Pure.
+
+    - A signal in `error`'s chain (the exceptions raised while handling others): interrupted,
+      named after the first signal (the deepest); a failure it interrupted is kept in the reason.
+    - A late signal: interrupted as well (the run did not end on its own terms, and a sweep
+      must stop); the reason says how the workload itself had ended.
+    - Otherwise a failure is failed, and nothing is ok.
+    """
+    chain: list[BaseException] = []
+    while error is not None and len(chain) < 64 and all(error is not e for e in chain):
+        chain.append(error)
+        error = error.__context__ or error.__cause__
+    hit = [i for i, e in enumerate(chain) if signal_name(e)]
+    if hit:
+        reason = f"received {signal_name(chain[hit[-1]])}"
+        before = [e for e in chain[hit[-1] + 1 :] if not signal_name(e)]
+        if before:
+            reason += f" after a failure: {_failure(before[0])}"
+        return "interrupted", reason
+    status, reason = ("failed", _failure(chain[0])) if chain else ("ok", "")
+    if late is not None:
+        ended = f"failed: {reason}" if chain else "finished ok"
+        when = "while merging the results"
+        return "interrupted", f"received {signal.Signals(late).name} {when} (the run had {ended})"
+    return status, reason
+
+
+# the phases of a run, as `_Signals` sees them
+_SETUP, _RUN, _UNWIND = "setup", "run", "unwind"
+_CLOSING, _MERGE, _WRITE = "closing", "merge", "write"
+_LATE = (_CLOSING, _MERGE, _WRITE)  # after the run's execution ended
+
+
 class _Signals:
-    """Turn SIGINT/SIGTERM into `Interrupted` in the main thread for the run's duration."""
+    """SIGINT/SIGTERM over the whole of `run_experiment` (main thread only), by phase:
 
-    def __enter__(self):
-        self.received: str | None = None
-        self._old = {}
+    setup    recorded: the run dir and its first run.json are made whole; `enter(_RUN)` raises
+    run      the first signal raises `Interrupted` (the network defers its own while it is built
+             or torn down, then raises `network.Terminated` or KeyboardInterrupt)
+    unwind   recorded only, while the interrupted run unwinds
+    closing  recorded only: from the end of the execution to the final run.json, a signal never
+             raises, so run.json always gets a final status; the run ends interrupted (`late`)
+    merge    the same, but for a signal beyond the run's first: that one cuts the merge short
+    write    recorded only; the final status is fixed (`close`): such a signal is handed on, on
+             exit, to the handler outside the run
+    A raise leaves the raising phase at once, so a raise can only happen where it is caught.
+    """
 
-        def handler(signum, _frame):
-            self.received = signal.Signals(signum).name
-            raise Interrupted(self.received)
+    def __init__(self) -> None:
+        self.phase = _SETUP
+        self.received: list[tuple[str, int]] = []  # (phase, signum), in arrival order
+        self.patience = 1  # late signals the merge absorbs before one cuts it short
+        self._accounted = 0  # received[:_accounted] are reflected in the run's status
+        self._old: dict[int, object] = {}
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, handler)
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
-            signal.signal(sig, old)
-        return False
+            signal.signal(sig, old)  # type: ignore[arg-type]
+        if self._old and len(self.received) > self._accounted:
+            signal.raise_signal(self.received[self._accounted][1])  # to the handler outside
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.received.append((self.phase, signum))
+        if self.phase == _RUN:
+            self.phase = _UNWIND
+            raise Interrupted(signum)
+        if self.phase == _MERGE and self.patience <= 0:
+            self.phase = _CLOSING
+            raise Interrupted(signum)
+        if self.phase in (_CLOSING, _MERGE):
+            self.patience -= 1
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        if phase == _RUN and self.received:  # a signal during setup: the run ends before it starts
+            self.phase = _UNWIND
+            raise Interrupted(self.received[0][1])
+
+    def close(self) -> int | None:
+        """Fix the signals the final status reflects; return the first late one (or None)."""
+        self.phase = _WRITE
+        n = len(self.received)
+        self._accounted = n
+        return next((signum for ph, signum in self.received[:n] if ph in _LATE), None)
 
 
 def run_experiment(
@@ -160,6 +251,18 @@ def run_experiment(
 ) -> RunOutcome:
     """Run one experiment; never raises for run-time failures (they land in run.json)."""
     p = plan(spec)  # SpecError propagates: nothing was touched
+    with _Signals() as sig:  # from before the run dir exists to after its final run.json
+        return _run_signalled(p, sig, out_root, run_id, on_event)
+
+
+def _run_signalled(
+    p: Plan,
+    sig: _Signals,
+    out_root: Path | None,
+    run_id: str | None,
+    on_event: Callable[[dict], None] | None,
+) -> RunOutcome:
+    spec = p.spec
     out_root = Path(out_root or spec.out)
     run_id = run_id or spec.run_id or results.new_run_id(spec.spec_hash())
     out_root.mkdir(parents=True, exist_ok=True)
@@ -191,20 +294,22 @@ def run_experiment(
     schema.write_run_info(run_dir, info)
     emit = on_event or (lambda _e: None)
     started = time.monotonic()
+    error: BaseException | None = None
     try:
-        with _Signals():
+        try:
+            sig.enter(_RUN)
             _execute(p, info, run_dir, emit)
-        info.status, info.reason = "ok", ""
-    except Interrupted as e:
-        info.status, info.reason = "interrupted", f"received {e}"
-    except KeyboardInterrupt:
-        info.status, info.reason = "interrupted", "received SIGINT"
-    except RunFailed as e:
-        info.status, info.reason = "failed", str(e)
-    except Exception as e:  # noqa: BLE001 - any failure must still land in run.json
-        info.status, info.reason = "failed", f"{type(e).__name__}: {e}"
+        finally:
+            sig.enter(_CLOSING)  # from here on, signals are recorded, not raised
+    except BaseException as e:  # noqa: BLE001 - every way out must land in run.json
+        error = e
+    info.status, info.reason = final_status(error)
+    if info.status == "interrupted":
+        sig.patience = 0  # a second signal: the user is in a hurry, cut the merge short
     info.wall_s = time.monotonic() - started
-    _finish(info, run_dir, p)
+    _finish(info, run_dir, sig, error)
+    if error is not None and not isinstance(error, Exception | KeyboardInterrupt):
+        raise error  # SystemExit and the like go on, run.json final
     return RunOutcome(info.status, run_dir, info.summary, info.reason)
 
 
@@ -374,23 +479,39 @@ def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -
     schema.write_table(run_dir, "probes", rows)
 
 
-def _finish(info: schema.RunInfo, run_dir: Path, p: Plan) -> None:
-    """Merge, judge, summarize; run.json is written whatever happened before."""
+def _finish(
+    info: schema.RunInfo, run_dir: Path, sig: _Signals, error: BaseException | None
+) -> None:
+    """Merge, judge, summarize; run.json is written whatever happened before, with a final
+    status that counts a signal that arrived meanwhile."""
     try:
-        results.merge_rank_tables(run_dir)
-        rounds = schema.read_table(run_dir, "rounds")
-        verdict = validity.judge_rounds(rounds)
-        info.starved = verdict.starved
-        if verdict.starved:
-            info.warnings.append(
-                f"starved: {verdict.flagged_rounds}/{verdict.total_rounds} rounds waited "
-                f"> {validity.FLAG_WAIT_FRACTION:.0%} of their latency for a CPU"
-            )
-        info.cpu_pressure = validity.read_cpu_pressure()
-        info.summary = _summary(info, run_dir)
+        try:
+            sig.enter(_MERGE)
+            _merge(info, run_dir)
+        finally:
+            sig.enter(_CLOSING)
+    except Interrupted as e:
+        info.warnings.append(f"merge cut short by {e}: the tables may miss rows the ranks wrote")
     except Exception as e:  # noqa: BLE001 - keep run.json even if merging failed
         info.warnings.append(f"merge/summary failed: {type(e).__name__}: {e}")
+    info.status, info.reason = final_status(error, sig.close())
+    if info.summary:
+        info.summary["status"] = info.status
     schema.write_run_info(run_dir, info)
+
+
+def _merge(info: schema.RunInfo, run_dir: Path) -> None:
+    results.merge_rank_tables(run_dir)
+    rounds = schema.read_table(run_dir, "rounds")
+    verdict = validity.judge_rounds(rounds)
+    info.starved = verdict.starved
+    if verdict.starved:
+        info.warnings.append(
+            f"starved: {verdict.flagged_rounds}/{verdict.total_rounds} rounds waited "
+            f"> {validity.FLAG_WAIT_FRACTION:.0%} of their latency for a CPU"
+        )
+    info.cpu_pressure = validity.read_cpu_pressure()
+    info.summary = _summary(info, run_dir)
 
 
 def _summary(info: schema.RunInfo, run_dir: Path) -> dict:

@@ -80,6 +80,9 @@ class _Signals:
     def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)  # type: ignore[arg-type]
+        if self._old and self.pending is not None:  # never raised here: hand it on, not drop it
+            signum, self.pending = self.pending, None
+            signal.raise_signal(signum)
 
     def _handle(self, signum: int, _frame: object) -> None:
         if self.deferring:
