@@ -15,7 +15,6 @@ import platform
 import queue
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from analysis import schema
 from testbed import results, validity
 from testbed.launch import Placement, WorkerGroup, worker_argv
+from testbed.signals import Handlers
 from testbed.spec import RunSpec, SpecError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,7 +184,7 @@ _CLOSING, _MERGE, _WRITE = "closing", "merge", "write"
 _LATE = (_CLOSING, _MERGE, _WRITE)  # after the run's execution ended
 
 
-class _Signals:
+class _Signals(Handlers):
     """SIGINT/SIGTERM over the whole of `run_experiment` (main thread only), by phase:
 
     setup    recorded: the run dir and its first run.json are made whole; `enter(_RUN)` raises
@@ -200,23 +200,19 @@ class _Signals:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.phase = _SETUP
         self.received: list[tuple[str, int]] = []  # (phase, signum), in arrival order
         self.patience = 1  # late signals the merge absorbs before one cuts it short
         self._accounted = 0  # received[:_accounted] are reflected in the run's status
-        self._old: dict[int, object] = {}
 
     def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
+        super().__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
-        if self._old and len(self.received) > self._accounted:
-            signal.raise_signal(self.received[self._accounted][1])  # to the handler outside
+    def _unhandled(self) -> int | None:
+        rest = self.received[self._accounted :]
+        return rest[0][1] if rest else None
 
     def _handle(self, signum: int, _frame: object) -> None:
         self.received.append((self.phase, signum))

@@ -17,7 +17,6 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -32,6 +31,7 @@ from testbed import netplan
 from testbed.capabilities import probe
 from testbed.kernel import KernelError, run, run_batch
 from testbed.nsenter import in_netns, offloads_off, write_sysctls
+from testbed.signals import Handlers
 from testbed.statedir import StateDir, netns_inode, pids_in_netns
 from topologies import Topology
 
@@ -62,27 +62,23 @@ class _Mininet(Mininet):
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 16384), hard))
 
 
-class _Signals:
+class _Signals(Handlers):
     """SIGINT/SIGTERM while we bring up or tear down are deferred to safe points, so nothing
-    is created unrecorded and teardown is never cut short; in between they raise at once."""
+    is created unrecorded and teardown is never cut short; in between they raise at once.
+    One deferred but never raised is handed on at exit."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.pending: int | None = None
         self.deferring = True
-        self._old: dict[int, object] = {}
 
     def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
+        super().__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
-        if self._old and self.pending is not None:  # never raised here: hand it on, not drop it
-            signum, self.pending = self.pending, None
-            signal.raise_signal(signum)
+    def _unhandled(self) -> int | None:
+        signum, self.pending = self.pending, None
+        return signum
 
     def _handle(self, signum: int, _frame: object) -> None:
         if self.deferring:
