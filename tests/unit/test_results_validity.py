@@ -80,7 +80,7 @@ def test_cpu_pressure_and_tcp_counters_parse():
 
 
 def test_cpu_wait_is_the_longest_single_thread_wait():
-    from workloads.recorder import max_wait_ms, schedstat_waits
+    from workloads.transport.schedstat import max_wait_ms, schedstat_waits
 
     before = {"1": 1_000_000, "2": 5_000_000}
     after = {"1": 4_000_000, "2": 6_000_000, "3": 2_500_000}  # thread 3 started mid-round
