@@ -1,4 +1,9 @@
-"""The report's figures (PNG, Agg backend): each titled, each axis with its unit.
+"""The report's figures (PNG, Agg backend), drawn to be printed in a paper.
+
+Every figure: its story in the title, units on every axis, legends outside the data (below
+the axes), one colour per transport label and one line style per burst preset, the same in
+every figure. Workloads (all-reduce rounds, training steps) never share an axis. Figures draw
+the runs they are given; the report passes the ok runs only (`Runs.aggregated`).
 
 One function per figure, each taking frames from `analysis.tables` and a path, returning the
 path written. `make_figures` draws every figure the data supports (no evaluations, no accuracy
@@ -7,6 +12,9 @@ plot) and returns what it wrote, by name.
 
 from __future__ import annotations
 
+import math
+import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -14,156 +22,393 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from matplotlib import ticker  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.load import Runs, origins  # noqa: E402
-from analysis.tables import PUBLISHED, paper_comparisons, round_level  # noqa: E402
+from analysis.tables import PAPER_BASELINE, PUBLISHED, paper_comparisons, round_level  # noqa: E402
 from analysis.windows import applied_windows  # noqa: E402
 
-DPI = 110
-MAX_TIMELINE_PANELS = 8
+DPI = 150
 BURST_COLOR = "tab:red"
+#: Transports whose rounds have a loss tolerance ε; the others have none to draw.
+EPSILON_TRANSPORTS = ("dblp",)
+#: Colours of the known transport labels (others take the next free colour of tab10).
+LABEL_COLORS = {
+    "tcp": "tab:gray",
+    "tcp-rto5ms": "tab:brown",
+    "optireduce": "tab:orange",
+    "optireduce-fixed": "tab:olive",
+    "dblp": "tab:blue",
+    "dblp-phase-off": "tab:cyan",
+    "reliable": "tab:purple",
+}
+#: Line styles of burst presets: the unimpaired reference dotted, the CPU-only control dashed.
+PRESET_STYLES = {"none": ":", "sham": "--"}
+OTHER_STYLES = ("-", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)))
+WORKLOAD_X = {"allreduce": "all-reduce round", "train": "training step"}
+
+plt.rcParams.update(
+    {
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.labelsize": 9,
+        "legend.fontsize": 8,
+        "xtick.labelsize": 8,
+        "ytick.labelsize": 8,
+    }
+)
+
+
+# ---------------------------------------------------------------------------- shared
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
 
-def _with_hue(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """df with a legend column: the transport label, plus the preset and the workload when
-    the frame holds several of them (so no line mixes two experiments)."""
-    parts = ["label"] + [c for c in ("preset", "workload") if df[c].nunique() > 1]
-    name = " / ".join("transport" if c == "label" else c for c in parts)
-    key = df[parts[0]].astype(str)
-    for c in parts[1:]:
-        key = key + " / " + df[c].astype(str)
-    return df.assign(**{name: key}), name
+def label_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A fixed colour per transport label, the same in every figure."""
+    free = [c for c in plt.get_cmap("tab10").colors if c not in LABEL_COLORS.values()]
+    out, k = {}, 0
+    for lab in sorted(set(labels)):
+        if lab in LABEL_COLORS:
+            out[lab] = LABEL_COLORS[lab]
+        else:
+            out[lab] = free[k % len(free)]
+            k += 1
+    return out
+
+
+def preset_styles(presets: Iterable[str]) -> dict[str, object]:
+    """A fixed line style per burst preset: bursty presets solid, `none` dotted, `sham` dashed."""
+    out, k = {}, 0
+    for p in sorted(set(presets), key=_preset_order):
+        if p in PRESET_STYLES:
+            out[p] = PRESET_STYLES[p]
+        else:
+            out[p] = OTHER_STYLES[k % len(OTHER_STYLES)]
+            k += 1
+    return out
+
+
+def _preset_order(p: str) -> tuple[int, str]:
+    """Reference first (none), then the bursty presets, the CPU-only control (sham) last."""
+    return (0 if p == "none" else 2 if p == "sham" else 1, p)
+
+
+def _legend_below(
+    fig: plt.Figure, colors: dict[str, str], styles: dict[str, object], extra=()
+) -> None:
+    """One legend under the axes: a colour per transport, a line style per preset, extras."""
+    handles = [Line2D([], [], color=c, lw=2, label=lab) for lab, c in colors.items()]
+    if len(styles) > 1:
+        handles += [
+            Line2D([], [], color="0.25", ls=s, lw=1.5, label=f"preset {p}")
+            for p, s in styles.items()
+        ]
+    handles += list(extra)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(len(handles), 5),
+        frameon=False,
+        title=(
+            ("colour: transport" if colors else "")
+            + (" · line: burst preset" if len(styles) > 1 else "")
+        )
+        or None,
+        title_fontsize=8,
+    )
+
+
+def _log_ms_axis(ax: plt.Axes, values: np.ndarray) -> None:
+    """A log axis with plain-number ticks (100, 200, 500, 1000 ms), never 2×10²; ticks at
+    1-2-5 over wide ranges, denser over less than a decade so a narrow panel still has some."""
+    v = values[np.isfinite(values) & (values > 0)]
+    span = math.log10(v.max() / v.min()) if v.size else 2.0
+    subs = (1.0, 2.0, 5.0) if span > 1.2 else (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+    ax.xaxis.set_major_formatter(
+        ticker.FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}")
+    )
+    ax.xaxis.set_minor_locator(ticker.LogLocator(base=10, subs=np.arange(1, 10)))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+
+
+def _workloads(df: pd.DataFrame) -> list[str]:
+    return sorted(df["workload"].unique())
+
+
+def _first_repeats(rl: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each (workload, label, preset)'s lowest repeat."""
+    keys = ["workload", "label", "preset"]
+    return rl[rl["repeat"] == rl.groupby(keys)["repeat"].transform("min")]
+
+
+# ---------------------------------------------------------------------------- figures
 
 
 def latency_cdf(rl: pd.DataFrame, path: Path) -> Path:
-    """Empirical CDF of round latency (max over ranks), one line per transport (and preset)."""
-    df, hue = _with_hue(rl)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    sns.ecdfplot(data=df, x="latency_ms", hue=hue, ax=ax)
-    ax.set_xscale("log")
-    ax.set_xlabel("round latency, max over ranks (ms, log scale)")
-    ax.set_ylabel("fraction of rounds")
-    ax.set_title("Round-latency CDF per transport")
-    ax.grid(True, which="both", alpha=0.3)
+    """Empirical CDF of round latency (max over ranks, repeats pooled): a panel per workload,
+    a line per transport and preset."""
+    workloads = _workloads(rl)
+    colors, styles = label_colors(rl["label"]), preset_styles(rl["preset"])
+    fig, axes = plt.subplots(
+        1, len(workloads), figsize=(4.6 * len(workloads) + 0.6, 4.4), layout="constrained",
+        squeeze=False,
+    )  # fmt: skip
+    for ax, workload in zip(axes[0], workloads, strict=True):
+        w = rl[rl["workload"] == workload]
+        for (label, preset), g in w.groupby(["label", "preset"]):
+            x = np.sort(g["latency_ms"].to_numpy())
+            y = np.arange(1, len(x) + 1) / len(x)
+            ax.step(x, y, where="post", color=colors[label], ls=styles[preset], lw=1.4)
+        _log_ms_axis(ax, w["latency_ms"].to_numpy())
+        ax.set_ylim(0, 1.01)
+        ax.set_xlabel("round latency, max over ranks (ms, log scale)")
+        ax.set_title(
+            f"{workload}: {w['run_id'].nunique()} runs, {len(w)} rounds"
+            f" ({WORKLOAD_X.get(workload, 'round')}s, warm-up excluded)",
+            fontsize=9,
+        )
+        ax.grid(True, which="major", alpha=0.35)
+        ax.grid(True, which="minor", alpha=0.12)
+    axes[0, 0].set_ylabel("fraction of rounds ≤ latency")
+    fig.suptitle("Round-latency CDF per transport and burst preset")
+    _legend_below(fig, colors, styles)
     return _save(fig, path)
 
 
 def latency_timeline(rl: pd.DataFrame, windows: pd.DataFrame, path: Path) -> Path:
-    """Round latency over time, one panel per (label, preset) run of the first repeat,
-    applied burst windows shaded."""
-    first = rl[rl["repeat"] == rl.groupby(["label", "preset"])["repeat"].transform("min")]
-    keys = first[["run_id", "label", "preset"]].drop_duplicates().head(MAX_TIMELINE_PANELS)
-    fig, axes = plt.subplots(
-        len(keys), 1, figsize=(8, 1.9 * len(keys) + 0.6), sharex=True, squeeze=False
+    """Round latency over time for every (workload, label, preset) — its first repeat: a block
+    per workload, a row per transport, a column per preset; applied burst windows shaded and
+    the rounds that overlapped one marked. The title says how many runs it shows."""
+    first = _first_repeats(rl)
+    colors = label_colors(first["label"])
+    workloads = _workloads(first)
+    shape = {
+        w: (
+            sorted(first.loc[first["workload"] == w, "label"].unique()),
+            sorted(first.loc[first["workload"] == w, "preset"].unique(), key=_preset_order),
+        )
+        for w in workloads
+    }
+    n_cols = max(len(p) for _, p in shape.values())
+    heights = [len(lab) + 0.6 for lab, _ in shape.values()]
+    fig = plt.figure(figsize=(3.3 * n_cols + 0.9, 1.4 * sum(heights) + 1.2), layout="constrained")
+    subfigs = fig.subfigures(len(workloads), 1, height_ratios=heights, squeeze=False)[:, 0]
+    for sub, workload in zip(subfigs, workloads, strict=True):
+        labels, presets = shape[workload]
+        axes = sub.subplots(len(labels), n_cols, squeeze=False, sharex=True, sharey="row")
+        w = first[first["workload"] == workload]
+        for i, label in enumerate(labels):
+            for j in range(n_cols):
+                ax = axes[i, j]
+                preset = presets[j] if j < len(presets) else None
+                r = w[(w["label"] == label) & (w["preset"] == preset)].sort_values("t_rel_s")
+                if r.empty:
+                    ax.set_axis_off()
+                    if preset is not None:
+                        ax.text(0.5, 0.5, f"{label} · {preset}: not run", ha="center",
+                                va="center", transform=ax.transAxes, color="0.5")  # fmt: skip
+                    continue
+                _timeline_panel(ax, r, windows, colors[label])
+                ax.set_title(f"{label} · {preset}", fontsize=8, pad=2)
+                if j == 0:
+                    ax.set_ylabel("latency (ms)")
+                below = w[w["label"].isin(labels[i + 1 :]) & (w["preset"] == preset)]
+                if below.empty:  # the lowest panel of its column
+                    ax.xaxis.set_tick_params(labelbottom=True)
+                    ax.set_xlabel(f"time since first {WORKLOAD_X.get(workload, 'round')} (s)")
+        sub.suptitle(f"{workload}", fontsize=10, fontweight="bold")
+    n_total, shown = rl["run_id"].nunique(), first["run_id"].nunique()
+    which = (
+        f"all {n_total} runs"
+        if shown == n_total
+        else f"{shown} of {n_total} runs: the first repeat of each transport × preset"
     )
-    for ax, run in zip(axes[:, 0], keys.itertuples(index=False), strict=True):
-        r = rl[rl["run_id"] == run.run_id].sort_values("t_rel_s")
-        origin = float(r["origin_s"].iloc[0])
-        for w in windows[windows["run_id"] == run.run_id].itertuples(index=False):
-            end = min(w.end_s, r["t_start_s"].max()) if w.end_s == float("inf") else w.end_s
-            ax.axvspan(w.start_s - origin, end - origin, color=BURST_COLOR, alpha=0.15, lw=0)
-        ax.plot(r["t_rel_s"], r["latency_ms"], ".-", ms=3, lw=0.8)
-        ax.set_ylabel("latency (ms)")
-        ax.set_title(f"{run.label} / {run.preset}  ({run.run_id})", fontsize=9)
-        ax.grid(True, alpha=0.3)
-    axes[-1, 0].set_xlabel("time since first training step (s); shaded: applied bursts")
-    fig.suptitle("Round latency over time, burst windows shaded")
+    fig.suptitle(f"Round latency (max over ranks) over time, {which}")
+    extra = (
+        Patch(facecolor=BURST_COLOR, edgecolor=BURST_COLOR, alpha=0.3,
+              label="applied burst window"),
+        Line2D([], [], ls="", marker="o", ms=4, mfc=BURST_COLOR, mec="k", mew=0.3,
+               label="round overlapping a burst"),
+        Line2D([], [], ls="-", marker="o", ms=2, lw=0.8, color="0.3",
+               label="other rounds (colour: transport)"),
+    )  # fmt: skip
+    _legend_below(fig, {}, {}, extra)
     return _save(fig, path)
+
+
+def _timeline_panel(ax: plt.Axes, r: pd.DataFrame, windows: pd.DataFrame, color) -> None:
+    origin = float(r["origin_s"].iloc[0])
+    t_last = float(r["t_rel_s"].max())
+    for w in windows[windows["run_id"] == r["run_id"].iloc[0]].itertuples(index=False):
+        start = w.start_s - origin
+        end = t_last if math.isinf(w.end_s) else w.end_s - origin
+        if start > t_last:
+            continue  # the schedule ran past the last round
+        # the edge line keeps a 100 ms window visible at print size
+        ax.axvspan(start, end, facecolor=BURST_COLOR, edgecolor=BURST_COLOR, alpha=0.22, lw=0.8)
+    ax.plot(r["t_rel_s"], r["latency_ms"], "-", color=color, lw=0.8)
+    ax.plot(r["t_rel_s"], r["latency_ms"], "o", color=color, ms=2)
+    hit = r[r["in_burst"]]
+    ax.plot(hit["t_rel_s"], hit["latency_ms"], "o", ms=3.2, mfc=BURST_COLOR, mec="k", mew=0.3)
+    ax.grid(True, alpha=0.3)
 
 
 def accuracy_vs_time(runs: Runs, path: Path) -> Path:
     """Test accuracy against wall time since the first training step, one line per run."""
     e = runs.evals.copy()
     e["t_rel_s"] = e["t_s"] - e["run_id"].map(origins(runs))
-    e, hue = _with_hue(e)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    sns.lineplot(
-        data=e.sort_values("t_rel_s"),
-        x="t_rel_s",
-        y="test_acc",
-        hue=hue,
-        units="run_id",
-        estimator=None,
-        marker="o",
-        ax=ax,
-    )
+    colors, styles = label_colors(e["label"]), preset_styles(e["preset"])
+    per_run = e.groupby("run_id").size()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
+    for _, g in e.sort_values("t_rel_s").groupby("run_id"):
+        lab, pre = g["label"].iloc[0], g["preset"].iloc[0]
+        ax.plot(g["t_rel_s"], g["test_acc"], marker="o", ms=4, color=colors[lab],
+                ls=styles[pre], lw=1.2)  # fmt: skip
     ax.set_xlabel("wall time since first training step (s)")
     ax.set_ylabel("test accuracy (fraction)")
-    ax.set_title("Test accuracy vs wall time")
+    title = "Test accuracy vs wall time"
+    if per_run.max() <= 3:
+        title += (
+            f"\n(only {per_run.min()}–{per_run.max()} evaluations per run: "
+            "the lines join the points, they are not measured curves)"
+            if per_run.min() != per_run.max()
+            else f"\n(only {per_run.max()} evaluations per run: the lines join the points, "
+            "they are not measured curves)"
+        )
+    ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
+    _legend_below(fig, colors, styles)
     return _save(fig, path)
 
 
 def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
-    """ε (loss tolerance) and delivered loss per round over training iterations."""
-    df, hue = _with_hue(rl.sort_values("iter"))
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    for ax, col, label in (
-        (a1, "epsilon", "ε, loss tolerance (fraction)"),
-        (a2, "delivered_loss", "delivered loss (fraction)"),
-    ):
-        sns.lineplot(data=df, x="iter", y=col, hue=hue, errorbar=None, lw=0.9, ax=ax)
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    a1.set_title("ε and delivered loss over training (mean over repeats)")
-    a2.set_xlabel("training iteration (step)")
+    """ε (dblp's loss tolerance; the other transports have none) and delivered loss per round,
+    mean over repeats: a column per workload. Transports that delivered everything in every
+    round are named, not drawn as lines on zero."""
+    workloads = _workloads(rl)
+    colors, styles = label_colors(rl["label"]), preset_styles(rl["preset"])
+    fig, axes = plt.subplots(
+        2, len(workloads), figsize=(4.8 * len(workloads) + 0.6, 5.6), layout="constrained",
+        squeeze=False, sharex="col",
+    )  # fmt: skip
+    drawn: set[str] = set()
+    for j, workload in enumerate(workloads):
+        w = rl[rl["workload"] == workload]
+        mean = w.groupby(["label", "preset", "transport", "iter"], as_index=False)[
+            ["epsilon", "delivered_loss"]
+        ].mean()
+        eps = mean[mean["transport"].isin(EPSILON_TRANSPORTS)]
+        lossy = mean.groupby(["label", "preset"])["delivered_loss"].transform("max") > 0
+        zero = sorted(set(mean.loc[~lossy, "label"]) - set(mean.loc[lossy, "label"]))
+        for ax, df, col in (
+            (axes[0, j], eps, "epsilon"),
+            (axes[1, j], mean[lossy], "delivered_loss"),
+        ):
+            for (label, preset), g in df.groupby(["label", "preset"]):
+                ax.plot(g["iter"], g[col], color=colors[label], ls=styles[preset], lw=1.0)
+                drawn.add(label)
+            ax.grid(True, alpha=0.3)
+            ax.set_ylim(bottom=0)
+            if df.empty:
+                ax.text(0.5, 0.5, "nothing to draw", ha="center", va="center",
+                        transform=ax.transAxes, color="0.5")  # fmt: skip
+        no_eps = sorted(set(w["transport"]) - set(EPSILON_TRANSPORTS))
+        axes[0, j].set_title(
+            f"{workload}: ε per round"
+            + (f"\n(only dblp has an ε; not drawn: {', '.join(no_eps)})" if no_eps else ""),
+            fontsize=9,
+        )
+        axes[1, j].set_title(
+            f"{workload}: delivered loss per round"
+            + ("\n(" + textwrap.shorten("always 0: " + ", ".join(zero), 70) + ")" if zero else ""),
+            fontsize=9,
+        )
+        axes[1, j].set_xlabel(f"{WORKLOAD_X.get(workload, 'round')} (warm-up excluded)")
+    axes[0, 0].set_ylabel("ε, loss tolerance (fraction)")
+    axes[1, 0].set_ylabel("delivered loss (fraction)")
+    fig.suptitle("Loss tolerance ε and delivered loss over the run (mean over repeats)")
+    _legend_below(fig, {k: v for k, v in colors.items() if k in drawn}, styles)
     return _save(fig, path)
 
 
 def headline_bars(comparisons: pd.DataFrame, path: Path) -> Path:
-    """The paper's ratios vs optireduce with 95% CIs per bursty preset, published dashed."""
+    """The paper's ratios vs optireduce per bursty preset, published figures dashed; a 95% CI
+    only where there were ≥ 2 repeats, else the bar says n=1."""
     c = paper_comparisons(comparisons).copy()
-    c["series"] = c["label"] + " vs " + c["baseline"]
+    c["series"] = c["label"] + "\nvs " + c["baseline"]
     if c["workload"].nunique() > 1:
-        c["series"] = c["workload"] + ": " + c["series"]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    panels = (
-        (
-            a1,
-            "e2e_reduction",
-            100.0,
-            "end-to-end training-time reduction (%)",
-            "mean",
-            100.0 * PUBLISHED["e2e_reduction_mean"],
-        ),
-        (
-            a2,
-            "burst_speedup",
-            1.0,
-            "burst-round speedup (×)",
-            "max",
-            PUBLISHED["burst_speedup_max"],
-        ),
+        c["series"] = c["workload"] + ":\n" + c["series"]
+    presets = sorted(c["preset"].unique(), key=_preset_order)
+    bar_colors = dict(
+        zip(presets, plt.get_cmap("Blues")(np.linspace(0.55, 0.85, len(presets))), strict=True)
     )
-    for ax, col, scale, ylabel, which, published in panels:
-        names = sorted(c["series"].unique())
-        presets = sorted(c["preset"].unique())
-        width = 0.8 / max(len(presets), 1)
+    n_min, n_max = int(c["n"].min()), int(c["n"].max())
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 4.8), layout="constrained")
+    panels = (
+        (a1, "e2e_reduction", 100.0, "end-to-end time reduction (%)", "{:.1f}%",
+         100.0 * PUBLISHED["e2e_reduction_mean"], "published mean"),
+        (a2, "burst_speedup", 1.0, "burst-round speedup (×)", "{:.2f}×",
+         PUBLISHED["burst_speedup_max"], "published max"),
+    )  # fmt: skip
+    names = sorted(c["series"].unique())
+    width = 0.8 / max(len(presets), 1)
+    for ax, col, scale, ylabel, fmt, published, pub_label in panels:
         for j, preset in enumerate(presets):
             p = c[c["preset"] == preset].set_index("series").reindex(names)
-            xs = [i + (j - (len(presets) - 1) / 2) * width for i in range(len(names))]
-            y = p[col] * scale
-            err = [(p[col] - p[f"{col}_lo"]) * scale, (p[f"{col}_hi"] - p[col]) * scale]
-            err = [e.fillna(0).clip(lower=0) for e in err]
-            ax.bar(xs, y.fillna(0), width, yerr=err, capsize=3, label=preset)
-        ax.axhline(published, ls="--", color="k", lw=1, label=f"published ({which})")
-        ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=8)
+            xs = np.arange(len(names)) + (j - (len(presets) - 1) / 2) * width
+            y = (p[col] * scale).to_numpy(dtype=float)
+            lo = (p[f"{col}_lo"] * scale).to_numpy(dtype=float)
+            hi = (p[f"{col}_hi"] * scale).to_numpy(dtype=float)
+            has_ci = np.isfinite(lo) & np.isfinite(hi) & (p["n"].to_numpy(dtype=float) >= 2)
+            ax.bar(xs, np.nan_to_num(y), width * 0.92, color=bar_colors[preset], label=preset)
+            if has_ci.any():
+                err = np.vstack([y - lo, hi - y])[:, has_ci]
+                ax.errorbar(xs[has_ci], y[has_ci], yerr=err, fmt="none", ecolor="k",
+                            capsize=3, lw=1)  # fmt: skip
+            top = np.where(has_ci, hi, y)  # labels above the error bar, not on it
+            for x, v, t, n in zip(xs, y, top, p["n"].to_numpy(dtype=float), strict=True):
+                if np.isfinite(v):
+                    ax.annotate(f"{fmt.format(v)}\nn={int(n)}", (x, max(t, 0)),
+                                textcoords="offset points", xytext=(0, 2), ha="center",
+                                va="bottom", fontsize=7)  # fmt: skip
+        ax.axhline(published, ls="--", color="k", lw=1, label=pub_label)
+        ax.annotate(f"{pub_label} {fmt.format(published)}", (1, published),
+                    xycoords=("axes fraction", "data"), xytext=(-3, 3),
+                    textcoords="offset points", ha="right", va="bottom", fontsize=7)  # fmt: skip
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xticks(range(len(names)), names, fontsize=8)
         ax.set_ylabel(ylabel)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8, title="burst preset", title_fontsize=8)
-    a1.set_title("End-to-end reduction vs optireduce (95% CI)")
-    a2.set_title("Burst-round speedup vs optireduce (95% CI)")
+        ax.margins(y=0.15)
+    a1.set_title(f"End-to-end reduction vs {PAPER_BASELINE}")
+    a2.set_title(f"Burst-round speedup vs {PAPER_BASELINE}")
+    if n_max < 2:
+        ci = "one repeat each: no confidence interval"
+    elif n_min < 2:
+        ci = "bars: 95% CI where n ≥ 2 repeats; n=1 has none"
+    else:
+        ci = (
+            f"bars: 95% CI over {n_min}–{n_max} repeats"
+            if n_min != n_max
+            else f"bars: 95% CI over {n_max} repeats"
+        )
+    fig.suptitle(f"The paper's ratios under bursts ({ci})")
+    handles = [Patch(color=bar_colors[p], label=f"preset {p}") for p in presets]
+    handles.append(Line2D([], [], ls="--", color="k", label="published (DBLP paper)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return _save(fig, path)
 
 

@@ -67,7 +67,7 @@ def round_level(runs: Runs) -> pd.DataFrame:
         "train_phase": ("train_phase", "first"),
     }
     g = r.groupby(["run_id", "round"], as_index=False).agg(**cols)
-    info = runs.runs[["run_id", *GROUP, "repeat", "status", "starved"]]
+    info = runs.runs[["run_id", *GROUP, "transport", "repeat", "status", "starved"]]
     g = g.merge(info, on="run_id", how="left")
     g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
     g["origin_s"] = g["run_id"].map(origins(runs))

@@ -51,6 +51,7 @@ def _rows_for_round(run_id, transport, i, t, lat_ms, loss, eps, ranks, cap_hit, 
                     cap_hit=cap_hit,
                     bad_dgrams=0,
                     cpu_wait_ms=0.0,
+                    loop_late_ms=0.1,
                     is_warmup=i == 0,
                 )
             )
@@ -92,6 +93,8 @@ def write_run(
     the run id: realistic-looking curves for figures, no longer exact answers."""
     d = Path(root) / run_id
     d.mkdir(parents=True, exist_ok=True)
+    # a run cut short keeps the bursts that happened before it stopped
+    burst_rounds = tuple((lo, min(hi, n_rounds)) for lo, hi in burst_rounds if lo < n_rounds)
     bursty = {i for lo, hi in burst_rounds for i in range(lo, hi)}
     noise = np.random.default_rng(zlib.crc32(run_id.encode())).lognormal(0.0, jitter, n_rounds)
     rounds, steps, evals = [], [], []

@@ -1,4 +1,5 @@
 import pytest
+from matplotlib.container import ErrorbarContainer
 from synthetic_runs import write_run
 
 from analysis import figures, tables
@@ -65,3 +66,81 @@ def test_headline_bars_with_two_workloads(tmp_path):
     runs = load_runs(dirs)
     made = figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
     assert _is_png(made["headline_ratios"])
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures as drawn, before they are saved and closed: {file name: Figure}."""
+    got = {}
+    real = figures._save
+
+    def keep(fig, path):
+        got[path.name] = fig
+        fig.canvas.draw()  # lay out, so texts and legends exist as printed
+        return real(fig, path)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    return got
+
+
+def _texts(fig):
+    out = [fig.get_suptitle()] + [t.get_text() for t in fig.texts]
+    for sub in fig.subfigs:
+        out.append(sub.get_suptitle())
+    for ax in fig.get_axes():
+        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        out += [t.get_text() for t in ax.texts]
+    return " | ".join(out)
+
+
+def test_figures_a_paper_would_print(tmp_path, drawn):
+    """One repeat of two workloads and three transports: panels per workload, legends
+    outside the axes, no ε for transports without one, every run on the timeline, no CI
+    claimed from one repeat, and sparse accuracy curves said to be sparse."""
+    root = tmp_path / "runs"
+    dirs = [
+        write_run(root, f"{w}-{t}", workload=w, transport=t, burst_ms=ms,
+                  epsilon=0.2 if t == "dblp" else 0.0, eval_every=30)
+        for w in ("train", "allreduce")
+        for t, ms in (("optireduce", 300.0), ("dblp", 60.0), ("tcp", 900.0))
+    ]  # fmt: skip
+    runs = load_runs(dirs)
+    figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
+    for name, fig in drawn.items():
+        for ax in fig.get_axes():
+            assert ax.get_legend() is None, f"{name}: a legend inside the axes"
+        assert fig.legends, f"{name}: no legend"
+    cdf = drawn["latency_cdf.png"]
+    assert [ax.get_title().split(":")[0] for ax in cdf.get_axes()] == ["allreduce", "train"]
+    for ax in cdf.get_axes():  # plain tick labels on the log axis, not 2×10²
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and not any("10^" in t or "times" in t for t in labels), labels
+    eps = drawn["epsilon_loss.png"]
+    eps_panels = [ax for ax in eps.get_axes() if ax.get_title().endswith("ε per round")
+                  or "ε per round\n" in ax.get_title()]  # fmt: skip
+    assert len(eps_panels) == 2 and all(len(ax.get_lines()) == 1 for ax in eps_panels)  # dblp
+    assert "not drawn: optireduce, tcp" in _texts(eps)
+    timeline = drawn["latency_timeline.png"]
+    assert "all 6 runs" in timeline.get_suptitle()
+    assert any("applied burst window" in t.get_text() for t in timeline.legends[0].get_texts())
+    bars = drawn["headline_ratios.png"]
+    assert "no confidence interval" in bars.get_suptitle() and "95%" not in bars.get_suptitle()
+    assert not [c for ax in bars.get_axes() for c in ax.containers
+                if isinstance(c, ErrorbarContainer)]  # fmt: skip
+    assert "n=1" in _texts(bars)
+    assert "only 2 evaluations per run" in _texts(drawn["accuracy_vs_time.png"])
+
+
+def test_headline_bars_claim_a_ci_only_with_repeats(tmp_path, drawn):
+    root = tmp_path / "runs"
+    dirs = [
+        write_run(root, f"{t}-{rep}", transport=t, seed=rep, burst_ms=ms + 10 * rep)
+        for rep in range(3)
+        for t, ms in (("optireduce", 300.0), ("dblp", 60.0))
+    ]
+    runs = load_runs(dirs)
+    figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
+    bars = drawn["headline_ratios.png"]
+    assert "95% CI over 3 repeats" in bars.get_suptitle()
+    assert [c for ax in bars.get_axes() for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert "n=3" in _texts(bars)
