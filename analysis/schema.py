@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: rounds.loop_late_ms; transport names from the policy registry
 
 #: The files of one run folder, by table name.
 TABLE_FILES = {
@@ -31,7 +31,6 @@ TABLE_FILES = {
 
 STAGES = ("scatter", "gather", "total")
 TRAIN_PHASES = ("critical", "stable")
-TRANSPORTS = ("dblp", "optireduce", "reliable", "tcp")
 BURST_KINDS = ("loss", "squeeze", "incast", "delay", "none")
 
 
@@ -59,7 +58,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("round", "int", **NONNEG),  # transport's round counter (all buckets)
         Column("iter", "int", **NONNEG),  # training iteration (or allreduce step)
         Column("bucket", "int", **NONNEG),  # DDP bucket index within the iteration
-        Column("transport", "str", choices=TRANSPORTS),
+        # any registered completion policy, or tcp (workloads/transport/completion.py)
+        Column("transport", "str"),
         Column("stage", "str", choices=STAGES),
         Column("train_phase", "str", choices=TRAIN_PHASES),
         Column("t_start_s", "float"),
@@ -75,6 +75,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("cap_hit", "bool"),
         Column("bad_dgrams", "int", **NONNEG),
         Column("cpu_wait_ms", "float", **NONNEG),  # run-queue wait during the round
+        # worst lateness of the transport loop's timer wake-ups (NaN: not measured, e.g. tcp)
+        Column("loop_late_ms", "float", **NONNEG),
         Column("is_warmup", "bool"),
     ),
     "steps": (

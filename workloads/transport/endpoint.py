@@ -113,9 +113,14 @@ class Endpoint:
             for i in range(self.k)
         ]
 
+    @staticmethod
+    def poll_ms(timeout_s: float) -> int:
+        """poll's timeout for a wish of timeout_s: whole milliseconds, rounded up."""
+        return max(0, int(timeout_s * 1000 + 0.999))
+
     def wait(self, timeout_s: float | None) -> list[int]:
         """Block until a socket is readable or the eventfd fires; return ready socket indices."""
-        ms = None if timeout_s is None else max(0, int(timeout_s * 1000 + 0.999))
+        ms = None if timeout_s is None else self.poll_ms(timeout_s)
         ready = []
         for fd, _ev in self.poller.poll(ms):
             if fd == self.wake_fd:

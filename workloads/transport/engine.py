@@ -95,6 +95,7 @@ class Engine(threading.Thread):
         self.sock_rr = 0
         self.tid = 0  # the loop's native thread id, known once run() starts
         self.wait0_ns = 0
+        self.late_s = 0.0  # the active round's latest timer wake-up so far
         # Counters since the previous round ended (attributed to the next RoundStats).
         self.sent_bytes = 0
         self.nacks = 0
@@ -135,7 +136,15 @@ class Engine(threading.Thread):
                 self._send(time.monotonic())
                 if self.active is not None and self.active.stage == STAGE_DRAIN:
                     self._advance(time.monotonic())  # the last send may have ended the round
-                ready = self.ep.wait(self._wake_in(time.monotonic()))
+                now = time.monotonic()
+                sleep = self._wake_in(now)
+                ready = self.ep.wait(sleep)
+                if not ready and self.active is not None:
+                    # A timer wake (or the eventfd, which comes early): how late the OS ran us
+                    # against the protocol's own clock (pacer tick, idle gap, deadlines).
+                    late = time.monotonic() - now - self.ep.poll_ms(sleep) / 1e3
+                    if late > self.late_s:
+                        self.late_s = late
         except BaseException as e:  # surfaced to the caller, never lost in the thread
             self.error = e
             for req in self._outstanding():
@@ -184,6 +193,7 @@ class Engine(threading.Thread):
         self.next_round += 1
         self.active, self.active_req, self.inject = rs, req, req.inject
         self.wait0_ns = thread_wait_ns(self.tid)
+        self.late_s = 0.0
         for p in self.peers:
             if lay.length(p):
                 self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
@@ -285,6 +295,7 @@ class Engine(threading.Thread):
             policy=rs.policy.name,
             eps_id=rs.eps_id,
             cpu_wait_ms=max(0, thread_wait_ns(self.tid) - self.wait0_ns) / 1e6,
+            loop_late_ms=self.late_s * 1e3,
             suspect=suspect,
         )
         self.sent_bytes = self.nacks = self.retx = 0

@@ -101,6 +101,7 @@ def _row(**fields: Any) -> dict[str, Any]:
         "retx_pkts": 0,
         "cap_hit": False,
         "bad_dgrams": 0,
+        "loop_late_ms": float("nan"),
     }
     base.update(fields)
     return base
@@ -344,6 +345,7 @@ class UdpState:
                 cap_hit=bool(s.cap_hit),
                 bad_dgrams=int(s.bad_dgrams),
                 cpu_wait_ms=float(s.cpu_wait_ms),
+                loop_late_ms=float(s.loop_late_ms),
             )
         ]
         scatter_ms = getattr(s, "scatter_ms", None)

@@ -16,10 +16,13 @@ class RoundStats:
     contributions to its shard plus the other ranks' reduced shards); delivered_loss is the
     element-weighted missing fraction. cpu_wait_ms is how long the transport thread was
     runnable but off the CPU during the round (/proc schedstat): a deadline can be overshot by
-    at most that plus one poll tick. `suspect` maps a reason to a count of datagrams dropped as
-    suspect input (wrong token, not from the member it names, non-finite values, out of the
-    round window, NACK ranges or repair budget exceeded, ...); `eps_mismatch` is the one reason
-    whose datagrams were used: a member whose ε decision differed from this rank's.
+    at most that plus one poll tick. loop_late_ms is the worst lateness of the event loop's
+    timer wake-ups in the round (woken after it asked to be): set against the protocol's own
+    time constants (idle gap, pacer tick), it says whether the CPU distorted the round's
+    timing, which the fidelity verdict judges. `suspect` maps a reason to a count of datagrams
+    dropped as suspect input (wrong token, not from the member it names, non-finite values,
+    out of the round window, NACK ranges or repair budget exceeded, ...); `eps_mismatch` is the
+    one reason whose datagrams were used: a member whose ε decision differed from this rank's.
     """
 
     round: int
@@ -39,6 +42,7 @@ class RoundStats:
     policy: str = ""
     eps_id: int = 0
     cpu_wait_ms: float = 0.0
+    loop_late_ms: float = 0.0
     suspect: dict[str, int] = field(default_factory=dict)
 
     @property
