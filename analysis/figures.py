@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -74,29 +74,27 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def label_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A fixed colour per transport label, the same in every figure."""
-    free = [c for c in plt.get_cmap("tab10").colors if c not in LABEL_COLORS.values()]
+def _assign(keys: Iterable[str], fixed: dict, spare: Sequence, order=None) -> dict:
+    """Each key its fixed value, else the next spare one (cycling): the same in every figure."""
     out, k = {}, 0
-    for lab in sorted(set(labels)):
-        if lab in LABEL_COLORS:
-            out[lab] = LABEL_COLORS[lab]
+    for key in sorted(set(keys), key=order):
+        if key in fixed:
+            out[key] = fixed[key]
         else:
-            out[lab] = free[k % len(free)]
+            out[key] = spare[k % len(spare)]
             k += 1
     return out
+
+
+def label_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A fixed colour per transport label (others: the free colours of tab10)."""
+    free = [c for c in plt.get_cmap("tab10").colors if c not in LABEL_COLORS.values()]
+    return _assign(labels, LABEL_COLORS, free)
 
 
 def preset_styles(presets: Iterable[str]) -> dict[str, object]:
     """A fixed line style per burst preset: bursty presets solid, `none` dotted, `sham` dashed."""
-    out, k = {}, 0
-    for p in sorted(set(presets), key=_preset_order):
-        if p in PRESET_STYLES:
-            out[p] = PRESET_STYLES[p]
-        else:
-            out[p] = OTHER_STYLES[k % len(OTHER_STYLES)]
-            k += 1
-    return out
+    return _assign(presets, PRESET_STYLES, OTHER_STYLES, order=_preset_order)
 
 
 def _preset_order(p: str) -> tuple[int, str]:

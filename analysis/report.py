@@ -159,14 +159,16 @@ RUNS = Col("runs", "runs", fmt_count)
 VALIDITY = Col("validity", "validity")
 
 
+def _per_group(*cols: Col) -> tuple[Col, ...]:
+    """A group table's view: transport, preset, runs, the columns, validity."""
+    return (TRANSPORT, PRESET, RUNS, *cols, VALIDITY)
+
+
 def _q(name: str, head: str) -> Col:
     return Col(f"{name}_ms", head, row_fmt=fmt_quantile(f"{name}_rule"))
 
 
-LATENCY_VIEW = (
-    TRANSPORT,
-    PRESET,
-    RUNS,
+LATENCY_VIEW = _per_group(
     Col("rounds_in", "rounds in burst", fmt_count),
     _q("p50_in", "p50 in burst (ms)"),
     _q("p99_in", "p99 in burst (ms)"),
@@ -174,7 +176,6 @@ LATENCY_VIEW = (
     _q("p50_out", "p50 outside (ms)"),
     _q("p99_out", "p99 outside (ms)"),
     Col("max_all_ms", "max (ms)", fmt_num),
-    VALIDITY,
 )
 
 COMPARISON_VIEW = (
@@ -188,22 +189,15 @@ COMPARISON_VIEW = (
     VALIDITY,
 )
 
-TRAINING_VIEW = (
-    TRANSPORT,
-    PRESET,
-    RUNS,
+TRAINING_VIEW = _per_group(
     Col("train_s", "time (s)", fmt_num),
     Col("tta_s", "time to target (s)", fmt_num),
     Col("tta_reached", "reached target (runs)", fmt_count),
     Col("final_acc", "final accuracy", fmt_acc),
     Col("comm_fraction", "communication share (%)", fmt_pct),
-    VALIDITY,
 )
 
-LOSS_VIEW = (
-    TRANSPORT,
-    PRESET,
-    RUNS,
+LOSS_VIEW = _per_group(
     Col("loss_in", "delivered loss in burst (%)", fmt_pct),
     Col("loss_out", "delivered loss outside (%)", fmt_pct),
     Col("nacks_per_run", "NACKs per run", fmt_count),
@@ -211,7 +205,6 @@ LOSS_VIEW = (
     Col("cap_hit_frac", "rounds at the cap (%)", fmt_pct),
     Col("replica_drift_max", "replica drift max", fmt_num),
     Col("bursts_per_100_steps", "bursts per 100 steps", fmt_num),
-    VALIDITY,
 )
 
 PROBE_VIEW = (
