@@ -258,6 +258,10 @@ LEFT_OUT_VIEW = (
     Col("repeat", "repeat", fmt_count),
     Col("status", "status"),
     Col("reason", "reason"),
+    Col("rounds", "rounds", fmt_count),
+    Col("steps", "steps", fmt_count),
+    Col("train_s", "time so far (s)", fmt_num),
+    Col("final_acc", "last accuracy", fmt_acc),
 )
 
 FIGURE_TITLES = {
@@ -438,17 +442,20 @@ def _comparisons(comp: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _left_out_section(runs: Runs) -> list[str]:
+def _left_out_section(runs: Runs, per_run: pd.DataFrame) -> list[str]:
     left = runs.left_out()
     if left.empty:
         return []
+    cols = ["run_id", "rounds", "steps", "train_s", "final_acc"]
+    left = left.merge(per_run[cols], on="run_id", how="left")
     return [
         "## Runs not aggregated",
         "",
-        "These runs did not finish; their partial data is in `tables/runs.csv` (one row per "
-        "run, with its status) and in no mean, CI, comparison or figure.",
+        "These runs did not finish: what they measured before they stopped is below and in "
+        "`tables/runs.csv` (one row per run, with its status), and in no mean, CI, comparison "
+        "or figure.",
         "",
-        markdown(view(left, LEFT_OUT_VIEW, drop_empty=False)),
+        markdown(view(left, LEFT_OUT_VIEW)),
     ]
 
 
@@ -487,7 +494,14 @@ def write_report(
         lines += ["> **Validity — read before the numbers**", ">"]
         lines += [f"> - {w}" for w in warnings]
         lines += [">", "> Details per run: [Validity](#validity).", ""]
-    lines += [f"## Headline: {title}", "", markdown(head), _definitions(tables["training"]), ""]
+    lines += [f"## Headline: {title}", "", markdown(head)]
+    if n_ok == 0:
+        lines += [
+            "_No run finished with status ok, so nothing is aggregated: each run's partial "
+            "measurements are under [Runs not aggregated](#runs-not-aggregated)._",
+            "",
+        ]
+    lines += [_definitions(tables["training"]), ""]
 
     lines += ["## Round latency in and outside bursts (ms, max over ranks)", ""]
     lines += _by_workload(tables["latency"], LATENCY_VIEW, ["preset", "label"])
@@ -519,7 +533,7 @@ def write_report(
     if not figures:
         lines += ["_(no data to plot)_", ""]
 
-    lines += _left_out_section(runs)
+    lines += _left_out_section(runs, tables["runs"])
     lines += _validity_section(runs, tables)
     lines += [
         "## Sources",

@@ -70,7 +70,7 @@ def round_level(runs: Runs) -> pd.DataFrame:
     info = runs.runs[["run_id", *GROUP, "transport", "repeat", "status", "starved"]]
     g = g.merge(info, on="run_id", how="left")
     g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
-    g["origin_s"] = g["run_id"].map(origins(runs))
+    g["origin_s"] = g["run_id"].map(origins(runs)).astype("float64")
     g["t_rel_s"] = g["t_start_s"] - g["origin_s"]
     return g
 

@@ -129,3 +129,18 @@ def test_a_single_run_with_rejections_is_warned(tmp_path):
         "runs: `one` 2 (token 2)",
     )
     assert "rejected datagrams 1/1" in rep.path.read_text()
+
+
+def test_a_report_of_only_unfinished_runs_shows_their_partial_data_apart(tmp_path):
+    d = write_run(
+        tmp_path, "one", workload="allreduce", status="interrupted", reason="received SIGINT",
+        n_rounds=30,
+    )  # fmt: skip
+    rep = write_report([d], d)
+    text = rep.path.read_text()
+    assert "No run finished with status ok, so nothing is aggregated" in text
+    assert rep.tables["latency"].empty and not rep.figures
+    left = text.split("## Runs not aggregated")[1].split("## Validity")[0]
+    assert (
+        "| one | allreduce | dblp | heavy | 0 | interrupted | received SIGINT | 29 | 30 |" in left
+    )
