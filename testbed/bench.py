@@ -41,20 +41,17 @@ TRAIN_BASE = {"workload": "train", "steps": 40}
 
 def build_plan(repeats: int = 1, quick: bool = False):
     from testbed import sweep_plan
-    from testbed.spec import PRESENTATION_FIELDS, RunSpec
+    from testbed.spec import RunSpec, hash_of
 
-    def spec_hash(spec: dict) -> str:
-        return RunSpec.model_validate(spec).spec_hash()
-
-    base = RunSpec().model_dump(mode="json", exclude=set(PRESENTATION_FIELDS))
+    base = RunSpec().measured()
     ar = {**base, **ALLREDUCE_BASE}
     tr = {**base, **TRAIN_BASE}
     if quick:
         ar["rounds"], tr["steps"] = 12, 20
-    plan = sweep_plan.expand_variants(ar, ALLREDUCE_VARIANTS, ("none", "heavy"), repeats, spec_hash)
+    plan = sweep_plan.expand_variants(ar, ALLREDUCE_VARIANTS, ("none", "heavy"), repeats, hash_of)
     sham = {k: ALLREDUCE_VARIANTS[k] for k in SHAM_VARIANTS}
-    plan += sweep_plan.expand_variants(ar, sham, ("sham",), repeats, spec_hash)
-    plan += sweep_plan.expand_variants(tr, TRAIN_VARIANTS, ("none", "heavy"), repeats, spec_hash)
+    plan += sweep_plan.expand_variants(ar, sham, ("sham",), repeats, hash_of)
+    plan += sweep_plan.expand_variants(tr, TRAIN_VARIANTS, ("none", "heavy"), repeats, hash_of)
     return plan
 
 
@@ -67,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("make bench needs root (network namespaces, tc): run `sudo make bench`")
         return 2
-    from testbed.commands.sweep import report_plan, run_plan
+    from testbed.sweep_runner import report_plan, run_plan
 
     plan = build_plan(args.repeats, args.quick)
     args.out.mkdir(parents=True, exist_ok=True)

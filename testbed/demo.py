@@ -12,34 +12,31 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
-
-from testbed.commands.run import Progress
 from testbed.spec import RunSpec
+from testbed.terminal import Progress, console, rich_table
 
 TRANSPORTS = ("dblp", "optireduce", "tcp")
 
 
 def main(out_root: Path = Path("results")) -> int:
-    console = Console(stderr=True)
+    term = console(stderr=True)
     if os.geteuid() != 0:
-        console.print("make demo needs root (network namespaces, tc): run `sudo make demo`")
+        term.print("make demo needs root (network namespaces, tc): run `sudo make demo`")
         return 2
     from analysis.report import write_report
-    from testbed.commands.report import rich_table
-    from testbed.experiment import run_experiment
+    from testbed.experiment import plan, run_experiment
 
     run_dirs, failed = [], []
     for i, transport in enumerate(TRANSPORTS, 1):
         spec = RunSpec(burst="heavy", transport=transport, seed=0)
-        console.rule(f"[{i}/{len(TRANSPORTS)}] testbed run --burst heavy --transport {transport}")
-        progress = Progress(console)
+        term.rule(f"[{i}/{len(TRANSPORTS)}] testbed run --burst heavy --transport {transport}")
+        progress = Progress(term)
         try:
-            outcome = run_experiment(spec, out_root=out_root, on_event=progress)
+            outcome = run_experiment(plan(spec), out_root=out_root, on_event=progress)
         finally:
             progress.close()
         s = outcome.summary
-        console.print(
+        term.print(
             f"{transport}: {outcome.status} in {s.get('wall_s')} s, "
             f"final acc {s.get('final_acc')}, p50 {s.get('p50_ms')} ms, "
             f"p99 {s.get('p99_ms')} ms -> {outcome.run_dir}"
@@ -51,11 +48,11 @@ def main(out_root: Path = Path("results")) -> int:
     if run_dirs:
         report_dir = out_root / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
         report = write_report(run_dirs, report_dir)
-        console.rule("comparison")
-        console.print(rich_table(report.headline_title, report.headline))
-        console.print(f"report: {report_dir / 'report.md'}")
+        term.rule("comparison")
+        term.print(rich_table(report.headline_title, report.headline))
+        term.print(f"report: {report_dir / 'report.md'}")
     for f in failed:
-        console.print(f"[red]failed[/red] {f}")
+        term.print(f"[red]failed[/red] {f}")
     return 1 if failed else 0
 
 

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from analysis import schema
 from testbed import results, validity
-from testbed.launch import Placement, WorkerGroup, worker_argv
+from testbed.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
 from testbed.signals import Handlers
 from testbed.spec import RunSpec, SpecError
+from workloads.spec import WORKER_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
 PING_TIMEOUT_S = 2
@@ -57,40 +58,25 @@ class Plan:
     topo: object
     preset: object
     worker_hosts: tuple[str, ...]
+    events: tuple = ()  # the burst schedule, seconds after t0
 
 
-def make_topology(spec: RunSpec):
-    from topologies import build, load_topology_file
-
-    if spec.topo_file is not None:
-        return load_topology_file(spec.topo_file)
-    params = {
-        "fattree": {"k": spec.k, "hosts_per_edge": spec.hosts_per_edge},
-        "leafspine": {
-            "leaves": spec.leaves,
-            "spines": spec.spines,
-            "hosts_per_leaf": spec.hosts_per_leaf,
-        },
-        "dumbbell": {"n": spec.n},
-        "star": {"n": spec.n},
-    }[spec.topo]
-    return build(spec.topo, mbps=spec.bw, queue=spec.queue, **params)
+#: The burst schedule covers this many times the run's expected length.
+SCHEDULE_COVERAGE = 3
 
 
 def plan(spec: RunSpec) -> Plan:
-    """Resolve topology, preset and placement; raise SpecError naming the field. No side effects."""
+    """Resolve topology, preset, placement and the burst schedule; raise SpecError naming the
+    field. No side effects: whatever a bad spec would break, it breaks here."""
     from testbed import presets, schedule
 
-    try:
-        topo = make_topology(spec)
-    except (ValueError, KeyError) as e:
-        raise SpecError("topo_file" if spec.topo_file else "topo", str(e)) from e
+    topo = spec.topology()
     try:
         preset = presets.load(spec.burst)
-    except (ValueError, KeyError, FileNotFoundError) as e:
+    except (ValueError, KeyError, OSError) as e:
         raise SpecError("burst", str(e)) from e
     n_hosts = len(topo.hosts)
-    if spec.workload in ("train", "allreduce"):
+    if spec.workload in WORKER_WORKLOADS:
         if spec.workers > n_hosts:
             raise SpecError(
                 "workers", f"{spec.workers} workers but the topology has {n_hosts} hosts"
@@ -98,10 +84,16 @@ def plan(spec: RunSpec) -> Plan:
         hosts = tuple(schedule.place_workers(topo, spec.workers))
     else:
         hosts = ()
-    for name in (spec.probe_src, spec.probe_dst):
+    for field_name, name in (("probe_src", spec.probe_src), ("probe_dst", spec.probe_dst)):
         if name is not None and name not in {h.name for h in topo.hosts}:
-            raise SpecError("probe_src/probe_dst", f"{name} is not a host of the topology")
-    return Plan(spec, topo, preset, hosts)
+            raise SpecError(field_name, f"{name} is not a host of the topology")
+    span_s = expected_duration_s(spec) * SCHEDULE_COVERAGE
+    try:
+        presets.check_event_bound(preset, span_s)
+        events = schedule.generate(preset, topo, list(hosts), span_s, spec.seed)
+    except ValueError as e:
+        raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
+    return Plan(spec, topo, preset, hosts, tuple(events))
 
 
 def _versions() -> dict[str, str]:
@@ -127,7 +119,7 @@ def _git() -> tuple[str, bool]:
 
 
 def expected_duration_s(spec: RunSpec) -> float:
-    """A generous estimate of the measured part, so the schedule covers >= 3x of it."""
+    """A generous estimate of the measured part (the schedule covers SCHEDULE_COVERAGE x it)."""
     if spec.workload in ("iperf3", "ping"):
         return spec.duration_s
     bound_s = 2 * spec.size_mib * 8 * 1.048576 / spec.bw  # ~2 x S/B per round
@@ -240,13 +232,13 @@ class _Signals(Handlers):
 
 
 def run_experiment(
-    spec: RunSpec,
+    p: Plan,
     out_root: Path | None = None,
     run_id: str | None = None,
     on_event: Callable[[dict], None] | None = None,
 ) -> RunOutcome:
-    """Run one experiment; never raises for run-time failures (they land in run.json)."""
-    p = plan(spec)  # SpecError propagates: nothing was touched
+    """Run one planned experiment (`plan(spec)` has raised any SpecError before the machine was
+    touched); never raises for run-time failures (they land in run.json)."""
     with _Signals() as sig:  # from before the run dir exists to after its final run.json
         return _run_signalled(p, sig, out_root, run_id, on_event)
 
@@ -268,7 +260,7 @@ def _run_signalled(
         run_id=run_id,
         status="running",
         workload=spec.workload,
-        transport=spec.transport if spec.workload in ("train", "allreduce") else "",
+        transport=spec.transport if spec.workload in WORKER_WORKLOADS else "",
         preset=p.preset.name,
         preset_hash=p.preset.hash,
         seed=spec.seed,
@@ -283,7 +275,7 @@ def _run_signalled(
         realtime_anchor_s=time.time(),
         worker_hosts={str(r): h for r, h in enumerate(p.worker_hosts)},
     )
-    if spec.workers > (os.cpu_count() or 1) and spec.workload in ("train", "allreduce"):
+    if spec.workers > (os.cpu_count() or 1) and spec.workload in WORKER_WORKLOADS:
         info.oversubscribed = True
         info.warnings.append(f"oversubscribed: {spec.workers} workers on {os.cpu_count()} cores")
     results.point_last(out_root, run_dir)
@@ -314,7 +306,7 @@ class RunFailed(RuntimeError):
 
 
 def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict], None]) -> None:
-    from testbed import capabilities, schedule
+    from testbed import capabilities
     from testbed.network import live_network
     from testbed.scheduler import BurstScheduler
 
@@ -328,20 +320,17 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
         _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
         info.capabilities["network_notes"] = list(getattr(net, "notes", []))
-        if spec.workload in ("train", "allreduce") and spec.transport != "tcp":
-            info.flow_paths = _flow_paths(net, p.worker_hosts)
+        if spec.workload in WORKER_WORKLOADS and spec.transport != "tcp":
+            info.flow_paths = _flow_paths(net, p.worker_hosts, spec.base_port)
         if len(p.worker_hosts) >= 2:
             _check_idle_link(net, p.worker_hosts, spec.bw, info)
-        events = schedule.generate(
-            p.preset, p.topo, list(p.worker_hosts), expected_duration_s(spec) * 3, spec.seed
-        )
-        sched = BurstScheduler(net, events, backend, info.run_id)
+        sched = BurstScheduler(net, list(p.events), backend, info.run_id)
         sched.prepare()
         hosts = p.worker_hosts
         before = {h: _tcp_counters(net, h) for h in hosts}
         bursts_rows: list[dict] = []
         try:
-            if spec.workload in ("train", "allreduce"):
+            if spec.workload in WORKER_WORKLOADS:
                 _run_workers(p, net, sched, info, run_dir, emit)
             else:
                 _run_probe(p, net, sched, info, run_dir, emit)
@@ -371,13 +360,13 @@ def _check_connectivity(net, hosts: tuple[str, ...]) -> None:
                         raise RunFailed(f"connectivity check: {src} cannot reach {dst}: {e}") from e
 
 
-def _flow_paths(net, hosts: tuple[str, ...]) -> list[dict]:
+def _flow_paths(net, hosts: tuple[str, ...], base_port: int) -> list[dict]:
     """The UDP transport's flows (ports fixed by rank) and the path ECMP gives each."""
     from testbed import flowpaths
     from workloads.transport.config import TransportConfig
 
-    cfg = TransportConfig()
-    return flowpaths.trace(net, flowpaths.udp_flows(hosts, cfg.base_port, cfg.ports_per_peer))
+    per_peer = TransportConfig.ports_per_peer
+    return flowpaths.trace(net, flowpaths.udp_flows(hosts, base_port, per_peer))
 
 
 def _check_idle_link(net, hosts: tuple[str, ...], bw: float, info: schema.RunInfo) -> None:
@@ -406,9 +395,10 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
     spec = p.spec
     placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
     env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
+    spec_file = write_worker_spec(spec, run_dir)
     procs = []
     for rank, host in enumerate(placement.hosts):
-        argv = worker_argv(spec, placement, rank, run_dir, info.run_id)
+        argv = worker_argv(spec_file, placement, rank, run_dir, info.run_id)
         proc = net.node(host).popen(
             argv,
             stdout=subprocess.PIPE,

@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.spec import RunSpec
+from workloads.spec import MASTER_PORT
 
-MASTER_PORT = 29500
 STOP_GRACE_S = 3.0
+#: The file in the run folder that hands every rank its WorkerSpec.
+WORKER_SPEC = "worker_spec.json"
 
 
 @dataclass(frozen=True)
@@ -31,34 +33,23 @@ class Placement:
     addrs: tuple[str, ...]
 
 
-def worker_argv(spec: RunSpec, placement: Placement, rank: int, run_dir: Path, run_id: str) -> list:
-    """The `python -m workloads.train` command line of one rank (the worker CLI contract)."""
+def write_worker_spec(spec: RunSpec, run_dir: Path) -> Path:
+    """The validated worker part of the spec, pacing resolved, as JSON in the run folder."""
+    path = Path(run_dir) / WORKER_SPEC
+    path.write_text(spec.worker_spec().model_dump_json(indent=2) + "\n")
+    return path
+
+
+def worker_argv(
+    spec_file: Path, placement: Placement, rank: int, run_dir: Path, run_id: str
+) -> list[str]:
+    """The `python -m workloads.train` command line of one rank: the spec file and who it is."""
     argv = [
-        sys.executable, "-m", "workloads.train",
+        sys.executable, "-m", "workloads.train", "--spec", spec_file,
         "--rank", rank, "--world", len(placement.hosts),
         "--master-addr", placement.addrs[0], "--master-port", MASTER_PORT,
-        "--addr", placement.addrs[rank],
-        "--transport", spec.transport, "--workload", spec.workload,
-        "--model", spec.model, "--epochs", spec.epochs, "--batch-size", spec.batch_size,
-        "--lr", spec.lr, "--seed", spec.seed, "--threads", spec.threads,
-        "--bucket-cap-mb", spec.bucket_cap_mb, "--rate-mbps", spec.pace,
-        "--phase", spec.phase, "--optireduce-mode", spec.optireduce_mode,
-        "--size-mib", spec.size_mib, "--interval-ms", spec.interval_ms, "--rounds", spec.rounds,
-        "--out", run_dir, "--run-id", run_id,
+        "--addr", placement.addrs[rank], "--out", run_dir, "--run-id", run_id,
     ]  # fmt: skip
-    optional = {
-        "--steps": spec.steps,
-        "--eps-critical": spec.eps_critical,
-        "--eps-stable": spec.eps_stable,
-        "--epsilon": spec.epsilon,
-        "--t-max-ms": spec.t_max_ms,
-        "--resync-every": spec.resync_every,
-    }
-    for flag, value in optional.items():
-        if value is not None:
-            argv += [flag, value]
-    if spec.rescale:
-        argv.append("--rescale")
     return [str(a) for a in argv]
 
 

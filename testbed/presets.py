@@ -33,7 +33,9 @@ __all__ = [
     "PresetError",
     "Stream",
     "Target",
+    "MAX_EVENTS",
     "builtin_names",
+    "check_event_bound",
     "load",
     "parse_preset",
 ]
@@ -44,7 +46,7 @@ class PresetError(ValueError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Arrival(_Frozen):
@@ -145,6 +147,29 @@ class Preset(_Frozen):
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
+#: Most events one schedule may hold: a 100-epoch training run under `heavy` plans about
+#: 250,000 (a few hundred MB); an unbounded schedule exhausts memory instead.
+MAX_EVENTS = 500_000
+
+
+def check_event_bound(preset: Preset, duration_s: float) -> None:
+    """Refuse a schedule too long to generate: PresetError names the limit and the stream.
+
+    Counted before any event exists: per stream, bursts <= span / min_gap_s + 1, each with
+    duration_s / step_s Gilbert–Elliott steps and one event per target."""
+    total = 0.0
+    for i, s in enumerate(preset.streams):
+        bursts = max(0.0, duration_s - s.arrival.start_s) / s.arrival.min_gap_s + 1
+        steps = s.duration_s / s.gilbert.step_s + 1 if s.gilbert else 1
+        total += bursts * steps * len(s.targets)
+        if total > MAX_EVENTS:
+            raise PresetError(
+                f"streams[{i}]: over {duration_s:g} s of schedule this preset makes more than "
+                f"MAX_EVENTS = {MAX_EVENTS:,} events (min_gap_s {s.arrival.min_gap_s:g}); "
+                "use a shorter run or rarer bursts"
+            )
+
+
 def _field_path(loc: tuple) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
@@ -173,8 +198,13 @@ def load(name_or_path: str | Path) -> Preset:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise PresetError(f"preset file {path} does not exist")
-        return parse_preset(path.read_text(), str(path))
+            what = "is not a file" if path.exists() else "does not exist"
+            raise PresetError(f"preset file {path} {what}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise PresetError(f"preset file {path} is not UTF-8 text (a TOML file?)") from None
+        return parse_preset(text, str(path))
     name = str(name_or_path)
     if name not in builtin_names():
         raise PresetError(f"unknown preset {name!r}; built-ins: {', '.join(builtin_names())}")

@@ -1,8 +1,13 @@
-"""The experiment spec: every knob of one run, validated before anything is built.
+"""The experiment spec: every knob of one run, declared once, validated before anything is built.
 
-A spec comes from CLI flags or a TOML file (`--config`), flags overriding the file.
-Its hash names the experiment for sweeps (resume by spec hash + repeat), so the hash
-covers what changes the measurement and nothing else (not `out`, not `json`).
+`RunSpec` is the worker's `WorkerSpec` (workloads/spec.py) plus what the orchestrator alone
+reads: the network, the bursts, the worker count and where results go. Each field carries its
+type, default, range, help and `--help` panel; `testbed run`'s flags, the worker's flags and
+the file handed to each worker (`worker_spec`) all derive from the fields.
+
+A spec comes from CLI flags or a TOML file (`--config`), flags overriding the file. Its hash
+names the experiment for sweeps (resume by spec hash + repeat), so the hash covers what changes
+the measurement and nothing else (not `out`, not `run_id`, not `label`).
 """
 
 from __future__ import annotations
@@ -11,99 +16,157 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import model_validator
+
+from workloads.spec import (
+    BURSTS,
+    NETWORK,
+    OUTPUT,
+    WORKLOAD,
+    SpecError,
+    WorkerSpec,
+    knob,
+    validate,
+)
+
+__all__ = [
+    "MAX_NODES",
+    "PRESENTATION_FIELDS",
+    "TOPOLOGY_FIELDS",
+    "RunSpec",
+    "SpecError",
+    "build_spec",
+    "hash_of",
+    "read_config",
+]
 
 Topo = Literal["fattree", "leafspine", "dumbbell", "star"]
-Transport = Literal["dblp", "optireduce", "reliable", "tcp"]
-Workload = Literal["train", "allreduce", "iperf3", "ping"]
 Impair = Literal["auto", "netem", "iptables", "nft"]
-Model = Literal["cnn", "resnet"]
-Phase = Literal["on", "off"]
-OptiMode = Literal["adaptive", "fixed"]
 
 #: Fields that say where or how results are shown, not what is measured.
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
+#: Fields added after sweeps were first published: at their default they stay out of the hash,
+#: so a sweep or bench started before them still finds its finished runs.
+LATE_FIELDS = frozenset({"base_port", "drop", "checkpoint_every", "warmup_steps"})
+#: The fields that describe the network (`testbed topo` takes these).
+TOPOLOGY_FIELDS = ("topo", "topo_file", "k", "hosts_per_edge", "leaves", "spines",
+                   "hosts_per_leaf", "n", "bw", "queue")  # fmt: skip
+#: Largest network one machine emulates (hosts + routers): k=14 fat-tree (931 nodes) fits.
+MAX_NODES = 1000
+#: A safe folder name: no path separators, no leading dot.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 
 
-class SpecError(ValueError):
-    """A bad spec; `field` names the culprit so the CLI can say which flag to fix."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-
-
-class RunSpec(BaseModel):
+class RunSpec(WorkerSpec):
     """One run. Defaults: fat-tree k=4 at 100 Mbit/s, 4 workers, dblp, the digits CNN, seed 0."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    topo: Topo = knob("fattree", NETWORK, "Built-in topology.")
+    topo_file: Path | None = knob(
+        None, NETWORK, "Custom topology TOML (nodes, tiers, links); overrides --topo."
+    )
+    k: int = knob(4, NETWORK, "fattree: arity k, even.", ge=2, le=254)
+    hosts_per_edge: int | None = knob(
+        None, NETWORK, "fattree: hosts per edge router (default k/2; more oversubscribes).",
+        ge=1, le=253,
+    )  # fmt: skip
+    leaves: int = knob(4, NETWORK, "leafspine: leaf routers.", ge=1, le=256)
+    spines: int = knob(2, NETWORK, "leafspine: spine routers.", ge=1, le=256)
+    hosts_per_leaf: int = knob(4, NETWORK, "leafspine: hosts per leaf.", ge=1, le=253)
+    n: int = knob(4, NETWORK, "star: hosts; dumbbell: hosts per side.", ge=1, le=253)
+    bw: float = knob(100.0, NETWORK, "Link rate, Mbit/s.", gt=0, le=10_000)
+    queue: int = knob(50, NETWORK, "Egress queue limit, packets (shallow).", ge=2, le=100_000)
+    tcp_rto_min_ms: float = knob(200.0, NETWORK, "tcp_rto_min in every host, ms.", ge=1, le=10_000)
 
-    # network
-    topo: Topo = "fattree"
-    topo_file: Path | None = None
-    k: int = Field(4, ge=2, description="fat-tree arity (even)")
-    hosts_per_edge: int | None = Field(None, ge=1)
-    leaves: int = Field(4, ge=1)
-    spines: int = Field(2, ge=1)
-    hosts_per_leaf: int = Field(4, ge=1)
-    n: int = Field(4, ge=2, description="hosts for dumbbell/star")
-    bw: float = Field(100.0, gt=0, le=10_000, description="link rate, Mbit/s")
-    queue: int = Field(50, ge=2, le=100_000, description="egress queue limit, packets")
-    tcp_rto_min_ms: float = Field(200.0, ge=1, le=10_000)
-    # impairment
-    burst: str = "none"
-    impair: Impair = "auto"
-    # workload
-    workload: Workload = "train"
-    transport: Transport = "dblp"
-    model: Model = "cnn"
-    workers: int = Field(4, ge=1)
-    epochs: int = Field(5, ge=1)
-    steps: int | None = Field(None, ge=1, description="cap on training steps (all epochs)")
-    batch_size: int = Field(16, ge=1, description="per rank")
-    lr: float = Field(0.1, gt=0)
-    bucket_cap_mb: float = Field(25.0, gt=0)
-    pace_mbps: float | None = Field(None, gt=0, description="UDP pacing per rank; None: 0.95 x bw")
-    phase: Phase = "on"
-    eps_critical: float | None = Field(None, ge=0, lt=1)
-    eps_stable: float | None = Field(None, ge=0, lt=1)
-    epsilon: float | None = Field(None, ge=0, lt=1, description="allreduce workload / phase off")
-    optireduce_mode: OptiMode = "adaptive"
-    rescale: bool = False
-    t_max_ms: float | None = Field(None, gt=0)
-    resync_every: int | None = Field(None, ge=1)
-    size_mib: float = Field(4.0, gt=0, le=1024, description="allreduce workload bucket, MiB")
-    interval_ms: float = Field(20.0, ge=0, description="allreduce workload compute gap")
-    rounds: int = Field(100, ge=1, description="allreduce workload rounds")
-    probe_src: str | None = None
-    probe_dst: str | None = None
-    duration_s: float = Field(20.0, gt=0, le=3600, description="probe workload length")
-    threads: int = Field(1, ge=1)
-    timeout_s: float = Field(900.0, gt=0, description="a run with no progress this long fails")
-    seed: int = Field(0, ge=0)
-    # presentation
-    out: Path = Path("results")
-    run_id: str | None = None
-    label: str | None = Field(None, description="variant name in reports (default: derived)")
+    burst: str = knob(
+        "none", BURSTS, "Preset (`testbed bursts list`) or a TOML file.", min_length=1,
+        max_length=4096,
+    )  # fmt: skip
+    impair: Impair = knob("auto", BURSTS, "Loss mechanism (auto: the best this kernel has).")
+
+    workers: int = knob(4, WORKLOAD, "DDP ranks, one per host.", ge=1, le=MAX_NODES)
+    probe_src: str | None = knob(None, WORKLOAD, "iperf3/ping: source host.", max_length=64)
+    probe_dst: str | None = knob(None, WORKLOAD, "iperf3/ping: destination host.", max_length=64)
+    duration_s: float = knob(20.0, WORKLOAD, "iperf3/ping: seconds.", gt=0, le=3600)
+    timeout_s: float = knob(
+        900.0, WORKLOAD, "A run with no progress this long fails, s.", gt=0, le=86_400
+    )
+
+    out: Path = knob(Path("results"), OUTPUT, "Results root.")
+    run_id: str | None = knob(
+        None, OUTPUT, "Run folder name (default: time, spec hash, pid).", pattern=NAME_PATTERN
+    )
+    label: str | None = knob(
+        None, OUTPUT, "Name of this variant in reports (default: derived).",
+        pattern=r"^\w[\w .,+=()-]{0,79}$",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _consistent(self) -> RunSpec:
         if self.topo == "fattree" and self.k % 2:
             raise ValueError("k: must be even for a fat-tree")
-        if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
+        if self.topo_file is not None and not self.topo_file.is_file():
+            raise ValueError(f"topo_file: {self.topo_file} is not a file")
+        if self.topo_file is None and (size := self.planned_nodes()) > MAX_NODES:
+            field = {"fattree": "k", "leafspine": "leaves"}.get(self.topo, "n")
             raise ValueError(
-                "epsilon: pins ε only with phase off (or in the allreduce workload); "
-                "with the phase controller on, set eps_critical / eps_stable"
+                f"{field}: this {self.topo} has {size:,} nodes; the limit is {MAX_NODES:,} "
+                f"(MAX_NODES: what one machine emulates)"
             )
-        if self.topo_file is not None and not self.topo_file.exists():
-            raise ValueError(f"topo_file: {self.topo_file} does not exist")
         return self
+
+    def planned_nodes(self) -> int:
+        """Hosts + routers of the built-in topology, counted without building it."""
+        half = self.k // 2
+        return {
+            "fattree": self.k * half * (self.hosts_per_edge or half) + self.k**2 + half**2,
+            "leafspine": self.leaves * (self.hosts_per_leaf + 1) + self.spines,
+            "dumbbell": 2 * self.n + 2,
+            "star": self.n + 1,
+        }[self.topo]
+
+    def topology(self):
+        """The Topology this spec describes (nothing is brought up); SpecError names topo or
+        topo_file."""
+        from topologies import TopologyError
+
+        where = "topo_file" if self.topo_file is not None else "topo"
+        try:
+            topo = self._build_topology()
+        except TopologyError as e:
+            raise SpecError(where, str(e)) from e
+        if len(topo.nodes) > MAX_NODES:
+            raise SpecError(where, f"{len(topo.nodes):,} nodes; the limit is {MAX_NODES:,}")
+        return topo
+
+    def _build_topology(self):
+        from topologies import build, load_topology_file
+
+        if self.topo_file is not None:
+            return load_topology_file(self.topo_file)
+        params = {
+            "fattree": {"k": self.k, "hosts_per_edge": self.hosts_per_edge},
+            "leafspine": {
+                "leaves": self.leaves,
+                "spines": self.spines,
+                "hosts_per_leaf": self.hosts_per_leaf,
+            },
+            "dumbbell": {"n": self.n},
+            "star": {"n": self.n},
+        }[self.topo]
+        return build(self.topo, mbps=self.bw, queue=self.queue, **params)
+
+    def measured(self) -> dict[str, Any]:
+        """The fields that change the measurement (JSON types): a sweep's base spec."""
+        return self.model_dump(mode="json", exclude=set(PRESENTATION_FIELDS))
 
     def spec_hash(self) -> str:
         """Stable 12-hex digest of what the run measures (not where it is written)."""
-        data = self.model_dump(mode="json", exclude=set(PRESENTATION_FIELDS))
+        data = self.measured()
+        for name in LATE_FIELDS:
+            if data[name] == RunSpec.model_fields[name].default:
+                del data[name]
         if self.topo_file is not None:
             data["topo_file"] = hashlib.sha256(self.topo_file.read_bytes()).hexdigest()
         blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -111,31 +174,45 @@ class RunSpec(BaseModel):
 
     @property
     def pace(self) -> float:
+        """UDP pacing per rank, Mbit/s: pace_mbps, or 0.95 x the link rate."""
         return self.pace_mbps if self.pace_mbps is not None else 0.95 * self.bw
 
-
-def _first_error(err: ValidationError) -> SpecError:
-    e = err.errors()[0]
-    if e["loc"]:
-        return SpecError(".".join(str(p) for p in e["loc"]), e["msg"])
-    # a cross-field rule: its message starts with the field it blames ("k: ...")
-    field, _, msg = e["msg"].removeprefix("Value error, ").partition(": ")
-    return SpecError(field, msg)
+    def worker_spec(self) -> WorkerSpec:
+        """What each worker is handed: its fields of this spec, the pacing rate resolved."""
+        data = self.model_dump(include=set(WorkerSpec.model_fields))
+        return WorkerSpec.model_validate(data | {"pace_mbps": self.pace})
 
 
-def build_spec(config: Path | None = None, **flags) -> RunSpec:
-    """Merge a TOML config with CLI flags (flags given as not-None win); raise SpecError."""
-    data: dict = {}
-    if config is not None:
-        try:
-            data = tomllib.loads(Path(config).read_text())
-        except FileNotFoundError as e:
-            raise SpecError("config", f"{config} does not exist") from e
-        except tomllib.TOMLDecodeError as e:
-            raise SpecError("config", f"{config}: {e}") from e
-        data = data.get("run", data)
-    data.update({k: v for k, v in flags.items() if v is not None})
+def hash_of(data: dict[str, Any]) -> str:
+    """The spec hash of a spec given as a dict (a sweep's planned run)."""
+    return RunSpec.model_validate(data).spec_hash()
+
+
+def read_config(config: Path) -> dict[str, Any]:
+    """The `[run]` table of a TOML config (or its top level); SpecError names `config`."""
+    path = Path(config)
     try:
-        return RunSpec.model_validate(data)
-    except ValidationError as e:
-        raise _first_error(e) from e
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise SpecError("config", f"{path} does not exist") from e
+    except IsADirectoryError as e:
+        raise SpecError("config", f"{path} is a directory, not a TOML file") from e
+    except UnicodeDecodeError as e:
+        raise SpecError("config", f"{path} is not UTF-8 text (a TOML file?)") from e
+    except OSError as e:
+        raise SpecError("config", f"{path}: cannot read: {e.strerror}") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError("config", f"{path}: {e}") from e
+    run = data.get("run", data)
+    if not isinstance(run, dict):
+        raise SpecError("config", f"{path}: `run` must be a table ([run]), not {run!r}")
+    return run
+
+
+def build_spec(config: Path | None = None, **flags: Any) -> RunSpec:
+    """Merge a TOML config with CLI flags (flags given as not-None win); raise SpecError."""
+    data = read_config(config) if config is not None else {}
+    data.update({k: v for k, v in flags.items() if v is not None})
+    return validate(RunSpec, data)

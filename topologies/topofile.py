@@ -43,9 +43,11 @@ _LINK_KEYS = {"a", "b", "mbps", "queue", "delay_ms"}
 def load_topology_file(path: str | Path) -> Topology:
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise TopologyFileError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise TopologyFileError(f"{path}: not UTF-8 text (a TOML file?)") from None
     except tomllib.TOMLDecodeError as e:
         raise TopologyFileError(f"{path}: not valid TOML: {e}") from None
     try:
@@ -78,9 +80,29 @@ def parse_topology(data: dict[str, Any], default_name: str = "custom") -> Topolo
         for end in (lk.a, lk.b):
             if end not in names:
                 raise TopologyFileError(f"links[{i}] ({lk.name}): unknown node {end!r}")
+    _check_connected(nodes, links)
     addrs = _assign_addresses(nodes, links, ips)
     name = _typed("name", data.get("name", default_name), str)
     return Topology(name, tuple(nodes), tuple(links), tuple(addrs), (("file", True),))
+
+
+def _check_connected(nodes: list[Node], links: list[Link]) -> None:
+    """Every node reachable from the first: a network in pieces has hosts no route reaches."""
+    peers: dict[str, list[str]] = {n.name: [] for n in nodes}
+    for lk in links:
+        peers[lk.a].append(lk.b)
+        peers[lk.b].append(lk.a)
+    seen = {nodes[0].name}
+    todo = [nodes[0].name]
+    while todo:
+        for peer in peers[todo.pop()]:
+            if peer not in seen:
+                seen.add(peer)
+                todo.append(peer)
+    apart = [n.name for n in nodes if n.name not in seen]
+    if apart:
+        shown = ", ".join(apart[:5]) + (f" (+{len(apart) - 5} more)" if len(apart) > 5 else "")
+        raise TopologyFileError(f"disconnected: no path from {nodes[0].name!r} to {shown}")
 
 
 def _table_list(data: dict[str, Any], key: str) -> list[dict[str, Any]]:

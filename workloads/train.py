@@ -1,10 +1,13 @@
 """One DDP rank: `python -m workloads.train` (the worker CLI contract in notes/contracts.md).
 
-Launched by the testbed inside a Mininet host with explicit flags, or unchanged under torchrun
-(RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), e.g. on two real machines:
+Its knobs are the fields of `WorkerSpec` (workloads/spec.py), one flag each; `--spec FILE` reads
+them from JSON first and the flags given override it. The testbed launches it inside a Mininet
+host with `--spec <run>/worker_spec.json` and the rank's identity (`--rank --world
+--master-addr --master-port --addr --out --run-id`). It runs unchanged by hand or under
+torchrun (identity from RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), e.g. on two machines:
 
     torchrun --nnodes 2 --nproc-per-node 1 --node-rank R --master-addr HOST0 --master-port 29500 \\
-        -m workloads.train --transport dblp --out results/manual
+        -m workloads.train --transport dblp --eps-stable 0.1 --out results/manual
 
 Gloo carries control (rendezvous, the phase broadcast, evaluation and drift) and, for `tcp`, the
 gradients; the UDP transports carry gradients through their DDP comm hooks. Each rank writes
@@ -38,6 +41,14 @@ from torch.nn.parallel import DistributedDataParallel
 from workloads import datasets
 from workloads.models import build_model, param_count
 from workloads.recorder import RankRecorder, emit
+from workloads.spec import (
+    MASTER_PORT,
+    WORKER_WORKLOADS,
+    SpecError,
+    WorkerSpec,
+    add_arguments,
+    from_arguments,
+)
 from workloads.transport.hooks import HOOKS, TensorBucket, make_state, register_transport
 from workloads.transport.phase import PhaseConfig, PhaseController
 
@@ -62,6 +73,10 @@ class Identity:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Identity flags, then the WorkerSpec: `--spec FILE` first, each spec flag given over it.
+
+    The result holds the identity (rank, world, master_addr, master_port, addr, out, run_id)
+    and every WorkerSpec field by its name; a bad value exits 2 naming the flag."""
     p = argparse.ArgumentParser(
         prog="python -m workloads.train", description=__doc__.split("\n")[0]
     )
@@ -71,43 +86,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--master-addr")
     g.add_argument("--master-port", type=int)
     g.add_argument("--addr", help="UDP bind address (default: the address routing to the master)")
-    p.add_argument("--transport", choices=sorted(HOOKS), default="dblp")
-    p.add_argument("--workload", choices=("train", "allreduce"), default="train")
-    t = p.add_argument_group("training")
-    t.add_argument("--model", choices=("cnn", "resnet"), default="cnn")
-    t.add_argument("--epochs", type=int, default=5)
-    t.add_argument("--steps", type=int, help="cap on training steps over all epochs")
-    t.add_argument("--batch-size", type=int, default=16, help="per rank")
-    t.add_argument("--lr", type=float, default=0.1)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=1, help="torch threads per rank")
-    t.add_argument("--bucket-cap-mb", type=float, default=25.0)
-    t.add_argument("--resync-every", type=int, help="broadcast rank 0's parameters every M steps")
-    x = p.add_argument_group("transport")
-    x.add_argument("--rate-mbps", type=float, default=100.0, help="UDP pacing rate per rank")
-    x.add_argument("--base-port", type=int, default=47000, help="UDP ports base + rank*k + i")
-    x.add_argument("--t-max-ms", type=float, help="hard cap per round (default: 4x calibrated p50)")
-    x.add_argument("--optireduce-mode", choices=("adaptive", "fixed"), default="adaptive")
-    x.add_argument("--rescale", action="store_true", help="optireduce: unbiased mean of arrivals")
-    x.add_argument(
-        "--drop", type=float, default=0.0, help="injected receive-side loss (loopback experiments)"
-    )
-    ph = p.add_argument_group("phase controller (dblp)")
-    ph.add_argument("--phase", choices=("on", "off"), default="on")
-    d = PhaseConfig()
-    ph.add_argument("--eps-critical", type=float, default=d.eps_critical)
-    ph.add_argument("--eps-stable", type=float, default=d.eps_stable)
-    ph.add_argument("--epsilon", type=float, help="pinned ε (phase off; allreduce workload)")
-    ph.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every, help="M steps")
-    ph.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
-    a = p.add_argument_group("allreduce workload")
-    a.add_argument("--size-mib", type=float, default=4.0)
-    a.add_argument("--interval-ms", type=float, default=20.0, help="compute gap between rounds")
-    a.add_argument("--rounds", type=int, default=100)
     o = p.add_argument_group("output")
-    o.add_argument("--out", type=Path, default=Path("results/worker"))
+    o.add_argument("--out", type=Path, default=Path("results/worker"), help="run folder")
     o.add_argument("--run-id", default="manual")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--spec",
+        dest="spec_file",
+        type=Path,
+        help="the run's WorkerSpec as JSON (the testbed writes one per run); flags override it",
+    )
+    add_arguments(p, WorkerSpec)
+    args = p.parse_args(argv)
+    try:
+        spec = from_arguments(WorkerSpec, args, args.spec_file)
+    except SpecError as e:
+        p.error(f"{e.flag}: {e.message}")
+    if spec.workload not in WORKER_WORKLOADS:
+        p.error(f"--workload: {spec.workload} is a probe the testbed runs; a worker runs "
+                f"{' or '.join(WORKER_WORKLOADS)}")  # fmt: skip
+    return argparse.Namespace(**(vars(args) | spec.model_dump()))
 
 
 def _route_source(dest: str, port: int) -> str:
@@ -122,7 +119,7 @@ def resolve_identity(args: argparse.Namespace) -> Identity:
     rank = args.rank if args.rank is not None else int(env.get("RANK", "0"))
     world = args.world if args.world is not None else int(env.get("WORLD_SIZE", "1"))
     master = args.master_addr or env.get("MASTER_ADDR", "127.0.0.1")
-    port = args.master_port or int(env.get("MASTER_PORT", "29500"))
+    port = args.master_port or int(env.get("MASTER_PORT", MASTER_PORT))
     if not 0 <= rank < world:
         raise SystemExit(f"rank {rank} outside world {world}")
     addr = args.addr or _route_source(master, port)
@@ -167,7 +164,6 @@ def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
     from workloads.transport.config import TransportConfig
 
     fields = {
-        "rate_mbps": args.rate_mbps,
         "base_port": args.base_port,
         "t_max_ms": args.t_max_ms,
         "epsilon": epsilon,
@@ -175,6 +171,8 @@ def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
         "rescale": args.rescale,
         "seed": args.seed,
     }
+    if args.pace_mbps is not None:  # else the transport's own default rate
+        fields["rate_mbps"] = args.pace_mbps
     if args.drop:
         fields["drop"] = args.drop
     return TransportConfig(**fields)
@@ -250,14 +248,10 @@ def resync(model: torch.nn.Module) -> None:
 
 
 def _phase_config(args: argparse.Namespace) -> PhaseConfig:
-    return PhaseConfig(
-        eps_critical=args.eps_critical,
-        eps_stable=args.eps_stable,
-        checkpoint_every=args.checkpoint_every,
-        warmup_steps=args.warmup_steps,
-        enabled=args.phase == "on",
-        pinned_epsilon=args.epsilon,
-    )
+    """The controller's settings: the spec's where given (not None), its own defaults elsewhere."""
+    tuned = ("eps_critical", "eps_stable", "checkpoint_every", "warmup_steps")
+    given = {k: getattr(args, k) for k in tuned if getattr(args, k) is not None}
+    return PhaseConfig(**given, enabled=args.phase == "on", pinned_epsilon=args.epsilon)
 
 
 def _base_meta(args: argparse.Namespace, ident: Identity, state: Any) -> dict[str, Any]:
@@ -416,7 +410,7 @@ def _evaluate(
 def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> None:
     """Rounds of one bucket at a fixed compute gap, no model: isolates communication."""
     n = int(args.size_mib * 2**20 / 4)
-    eps = args.epsilon if args.epsilon is not None else args.eps_stable
+    eps = _phase_config(args).off_epsilon
     state = make_state(
         args.transport, transport_config(args, eps), addr=ident.addr, calibrate_elems=n
     )

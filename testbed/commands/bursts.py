@@ -1,25 +1,31 @@
 """`testbed bursts list|show`: the burst presets as data (no root, no network needed).
 
-`show` lays the preset onto the default fat-tree (k=4) with the default 4 workers placed
-round-robin across pods (h1, h5, h9, h13), exactly as a default run would.
+`show` lays the preset onto the default run's network (RunSpec's defaults: fat-tree k=4) with
+its default workers placed round-robin across pods (h1, h5, h9, h13), exactly as a default run
+would.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from testbed import presets, schedule
-from topologies import fattree
+from testbed.spec import RunSpec
 
 app = typer.Typer(
     help="Burst presets: list them, show one's seeded schedule.", no_args_is_help=True
 )
 
-DEFAULT_K = 4
+
+def _positive_seconds(value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a finite number of seconds > 0, got {value}")
+    return value
 
 
 @app.command("list")
@@ -41,15 +47,29 @@ def list_presets() -> None:
 @app.command("show")
 def show(
     preset: str = typer.Argument(..., help="A built-in preset name or a TOML file."),
-    seed: int = typer.Option(0, help="Schedule seed (same seed, same events)."),
-    duration: float = typer.Option(10.0, help="Seconds of schedule to generate."),
+    seed: int = typer.Option(
+        0, min=0, max=2**32 - 1, help="Schedule seed (same seed, same events)."
+    ),
+    duration: float = typer.Option(
+        10.0, callback=_positive_seconds, help="Seconds of schedule to generate."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """The seeded events PRESET produces on the default fat-tree with the default workers."""
+    """The seeded events PRESET produces on the default network with the default workers."""
     try:
         p = presets.load(preset)
-        topo = fattree(DEFAULT_K)
-        workers = schedule.place_workers(topo, schedule.DEFAULT_WORKERS)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    try:
+        presets.check_event_bound(p, duration)
+    except ValueError as e:
+        typer.echo(f"error: --duration: {e}", err=True)
+        raise typer.Exit(2) from e
+    try:
+        default = RunSpec()
+        topo = default.topology()
+        workers = schedule.place_workers(topo, default.workers)
         events = schedule.generate(p, topo, workers, duration, seed)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)

@@ -6,14 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from analysis.schema import SchemaError
-
-console = Console()
+from testbed.terminal import console, print_table
 
 
 def expand_run_dirs(paths: list[Path]) -> list[Path]:
@@ -44,27 +40,6 @@ def default_out(run_dirs: list[Path]) -> Path:
     return Path("results") / f"report-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-#: Width for a table printed into a pipe or log, where rich would otherwise wrap at 80.
-LOG_WIDTH = 200
-
-
-def print_table(title: str, df: pd.DataFrame) -> None:
-    """Print a table on stdout, unwrapped when stdout is a log rather than a terminal."""
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=LOG_WIDTH)
-    out.print(rich_table(title, df))
-
-
-def rich_table(title: str, df: pd.DataFrame) -> Table:
-    t = Table(title=title, show_lines=False)
-    for c in df.columns:
-        t.add_column(str(c), overflow="fold")
-    for row in df.itertuples(index=False):
-        t.add_row(*(str(v) for v in row))
-    return t
-
-
 def report(
     run_dirs: list[Path] = typer.Argument(
         ...,
@@ -80,10 +55,11 @@ def report(
     ),
 ) -> None:
     """Tables (markdown + CSV) and figures (PNG) for one run or many."""
+    term = console()
     dirs = expand_run_dirs(run_dirs)
     missing = [str(d) for d in dirs if not (d / "run.json").exists()]
     if missing:
-        console.print(f"[red]not a run folder (no run.json): {', '.join(missing)}[/red]")
+        term.print(f"[red]not a run folder (no run.json): {', '.join(missing)}[/red]")
         raise typer.Exit(2)
     if out is None and len(run_dirs) == 1 and len(dirs) > 1:
         out = run_dirs[0] / "report"  # a sweep folder: its report lives inside it
@@ -93,9 +69,9 @@ def report(
 
         rep = write_report(dirs, out_dir, target_acc)
     except (SchemaError, ValueError) as e:
-        console.print(f"[red]cannot report: {e}[/red]")
+        term.print(f"[red]cannot report: {e}[/red]")
         raise typer.Exit(2) from e
     for w in rep.warnings:
-        console.print(f"[bold red]WARNING[/bold red] {w}")
+        term.print(f"[bold red]WARNING[/bold red] {w}")
     print_table(rep.headline_title, rep.headline)
-    console.print(f"report: {rep.path}  ({len(rep.tables)} tables, {len(rep.figures)} figures)")
+    term.print(f"report: {rep.path}  ({len(rep.tables)} tables, {len(rep.figures)} figures)")

@@ -7,59 +7,32 @@ import json
 import signal
 import time
 from collections.abc import Iterator
-from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from topologies import Topology, TopologyError, build, load_topology_file
+from testbed.commands.options import spec_options
+from testbed.spec import TOPOLOGY_FIELDS, RunSpec, SpecError, build_spec
+from topologies import Topology
 
 app = typer.Typer(help="Describe (show), verify (check) and bring up (up) a topology.",
                   no_args_is_help=True)  # fmt: skip
 
-
-class TopoName(StrEnum):
-    fattree = "fattree"
-    leafspine = "leafspine"
-    dumbbell = "dumbbell"
-    star = "star"
-
-
-TOPO = typer.Option(TopoName.fattree, "--topo", help="topology family")
-K = typer.Option(4, "--k", help="fattree: port count k (even, >= 2)")
-HPE = typer.Option(None, "--hosts-per-edge", help="fattree: hosts per edge (> k/2 oversubscribes)")
-LEAVES = typer.Option(4, "--leaves", help="leafspine: leaf routers")
-SPINES = typer.Option(2, "--spines", help="leafspine: spine routers")
-HOSTS = typer.Option(2, "--hosts", help="leafspine: hosts per leaf")
-N = typer.Option(4, "--n", help="star: hosts; dumbbell: hosts per side")
-BW = typer.Option(100.0, "--bw", help="link rate, Mbit/s")
-QUEUE = typer.Option(50, "--queue", help="queue limit per link direction, packets")
-FILE = typer.Option(None, "--topo-file", help="custom topology (TOML); overrides --topo")
-SEED = typer.Option(0, "--seed", help="run seed (sets fib_multipath_hash_seed)")
 JSON = typer.Option(False, "--json", help="machine-readable output")
 SUMMARY_KEYS = ("reachable_pairs", "total_pairs", "iperf3_mbps", "configured_mbps",
                 "parallel_mbps", "uplinks", "uplinks_used", "bringup_s", "teardown_s")  # fmt: skip
 
 
-def make_topology(
-    topo: TopoName, k: int, hosts_per_edge: int | None, leaves: int, spines: int, hosts: int,
-    n: int, bw: float, queue: int, topo_file: Path | None,
-) -> Topology:  # fmt: skip
-    """The topology the options describe; a bad option is a usage error (exit 2)."""
+def make_topology(**fields: Any) -> tuple[Topology, RunSpec]:
+    """The topology the options describe — the one `testbed run` builds from the same flags —
+    and the spec; a bad option is a usage error (exit 2) naming it."""
     try:
-        if topo_file is not None:
-            return load_topology_file(topo_file)
-        params: dict[str, object] = {"mbps": bw, "queue": queue}
-        if topo is TopoName.fattree:
-            params |= {"k": k, "hosts_per_edge": hosts_per_edge}
-        elif topo is TopoName.leafspine:
-            params |= {"leaves": leaves, "spines": spines, "hosts_per_leaf": hosts}
-        else:
-            params |= {"n": n}
-        return build(topo.value, **params)
-    except TopologyError as e:
+        spec = build_spec(**fields)
+        return spec.topology(), spec
+    except SpecError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
 
@@ -77,18 +50,25 @@ def _fatal_errors() -> Iterator[None]:
 
 
 @app.command("show")
+@spec_options(RunSpec, TOPOLOGY_FIELDS)
 def show(
-    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
-    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
-    topo_file: Path | None = FILE, json_out: bool = JSON,
+    json_out: bool = JSON,
     png: Path | None = typer.Option(None, "--png", help="draw the topology (tiers as rows)"),
-) -> None:  # fmt: skip
+    **fields: Any,
+) -> None:
     """Counts, addresses and links of a topology (no root needed)."""
-    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    if png is not None and not png.parent.is_dir():
+        typer.echo(f"error: --png: folder {png.parent} does not exist", err=True)
+        raise typer.Exit(2)
+    t, _ = make_topology(**fields)
     if png is not None:
         from testbed.topodraw import draw
 
-        draw(t, png)
+        try:
+            draw(t, png)
+        except OSError as e:
+            typer.echo(f"error: --png: cannot write {png}: {e.strerror}", err=True)
+            raise typer.Exit(2) from None
     if json_out:
         typer.echo(json.dumps(t.summary(), indent=2))
         return
@@ -112,13 +92,13 @@ def show(
 
 
 @app.command("check")
+@spec_options(RunSpec, (*TOPOLOGY_FIELDS, "seed"))
 def check(
-    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
-    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
-    topo_file: Path | None = FILE, seed: int = SEED, json_out: bool = JSON,
+    json_out: bool = JSON,
     seconds: float = typer.Option(3.0, "--seconds", help="duration of each iperf3 test"),
     flows: int = typer.Option(8, "--flows", help="parallel flows of the ECMP test"),
-) -> None:  # fmt: skip
+    **fields: Any,
+) -> None:
     """Bring the network up, test all pairs, iperf3 throughput and ECMP spread; tear down.
 
     Exits 1 if a pair is unreachable or iperf3 gets < 90% of the configured rate.
@@ -126,11 +106,11 @@ def check(
     from testbed import netcheck
     from testbed.network import live_network
 
-    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    t, spec = make_topology(**fields)
     src, dst = t.hosts[0].name, t.hosts[-1].name
     configured = t.link(src, t.access_router(src)).mbps
     t0 = time.monotonic()
-    with _fatal_errors(), live_network(t, seed=seed) as net:
+    with _fatal_errors(), live_network(t, seed=spec.seed) as net:
         bringup = time.monotonic() - t0
         reach = netcheck.reachability(net)
         mbps = netcheck.iperf3(net, src, dst, seconds=seconds)
@@ -175,19 +155,18 @@ def check(
 
 
 @app.command("up")
+@spec_options(RunSpec, (*TOPOLOGY_FIELDS, "seed"))
 def up(
-    topo: TopoName = TOPO, k: int = K, hosts_per_edge: int | None = HPE, leaves: int = LEAVES,
-    spines: int = SPINES, hosts: int = HOSTS, n: int = N, bw: float = BW, queue: int = QUEUE,
-    topo_file: Path | None = FILE, seed: int = SEED,
     cli: bool = typer.Option(False, "--cli", help="open Mininet's CLI (`h1 ping h16`)"),
-) -> None:  # fmt: skip
+    **fields: Any,
+) -> None:
     """Bring the network up until Ctrl-C (or, with --cli, until you leave the CLI); tear down."""
     from testbed.network import live_network
 
-    t = make_topology(topo, k, hosts_per_edge, leaves, spines, hosts, n, bw, queue, topo_file)
+    t, spec = make_topology(**fields)
     t0 = time.monotonic()
     try:
-        with _fatal_errors(), live_network(t, seed=seed) as net:
+        with _fatal_errors(), live_network(t, seed=spec.seed) as net:
             typer.echo(f"{t.name} up in {time.monotonic() - t0:.2f} s: {len(t.hosts)} hosts, "
                        f"{len(t.routers)} routers (state: {net.state.path})")  # fmt: skip
             if cli:

@@ -23,7 +23,7 @@ def test_show_json_shape_fattree_k4():
 @pytest.mark.parametrize(
     ("args", "hosts", "routers"),
     [
-        (["--topo", "leafspine", "--leaves", "3", "--spines", "2", "--hosts", "2"], 6, 5),
+        (["--topo", "leafspine", "--leaves", "3", "--spines", "2", "--hosts-per-leaf", "2"], 6, 5),
         (["--topo", "dumbbell", "--n", "3"], 6, 2),
         (["--topo", "star", "--n", "5"], 5, 1),
         (["--k", "2", "--hosts-per-edge", "3"], 6, 5),
@@ -48,10 +48,10 @@ def test_show_table_and_png(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--k", "3"], "even integer"),
-        (["--k", "0"], "even integer"),
-        (["--topo", "star", "--n", "0"], "star: n"),
-        (["--bw", "0"], "mbps must be > 0"),
+        (["--k", "3"], "k: must be even"),
+        (["--k", "0"], "k: Input should be greater than or equal to 2"),
+        (["--topo", "star", "--n", "0"], "n: Input should be greater than or equal to 1"),
+        (["--bw", "0"], "bw: Input should be greater than 0"),
     ],
 )
 def test_bad_input_is_a_usage_error(args, message):

@@ -62,3 +62,34 @@ def test_hash_ignores_presentation_but_not_measurement(tmp_path):
 def test_label_names_the_variant_without_changing_the_hash():
     assert RunSpec(label="mine").spec_hash() == RunSpec().spec_hash()
     assert build_spec(phase="off", epsilon=0.3).epsilon == 0.3
+
+
+def test_hash_of_the_default_spec_is_the_one_sweeps_were_made_with():
+    # fields added later (base_port, drop, ...) stay out of the hash at their defaults
+    assert RunSpec().spec_hash() == "6722478804d5"
+    assert RunSpec(base_port=50000).spec_hash() != RunSpec().spec_hash()
+    assert RunSpec(drop=0.1).spec_hash() != RunSpec().spec_hash()
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("field", ["lr", "bw", "bucket_cap_mb", "interval_ms", "t_max_ms"])
+def test_every_float_is_finite(field, value):
+    with pytest.raises(SpecError) as e:
+        build_spec(**{field: value})
+    assert e.value.field == field
+
+
+def test_the_worker_gets_its_fields_with_the_pace_resolved():
+    w = RunSpec(bw=40.0, transport="tcp").worker_spec()
+    assert (w.pace_mbps, w.transport) == (pytest.approx(38.0), "tcp")
+    assert RunSpec(pace_mbps=10.0).worker_spec().pace_mbps == 10.0
+    assert "bw" not in type(w).model_fields
+
+
+def test_the_network_size_is_bounded_before_it_is_built():
+    assert RunSpec(k=14).planned_nodes() == len(RunSpec(k=14).topology().nodes)
+    assert RunSpec(topo="leafspine").planned_nodes() == len(
+        RunSpec(topo="leafspine").topology().nodes
+    )
+    with pytest.raises(SpecError, match="limit"):
+        build_spec(k=16)

@@ -1,0 +1,114 @@
+"""Walking a sweep plan: every planned run resolved first, then run in order, then reported.
+
+`testbed sweep` and `make bench` both hand a plan (`testbed.sweep_plan`) here. Needs root to
+run (each run builds the emulated network); resolving and reporting do not.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from testbed import sweep_plan
+from testbed.spec import RunSpec
+from testbed.terminal import console, print_table
+
+if TYPE_CHECKING:
+    from analysis.report import Report
+    from testbed.experiment import Plan
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    ran: int
+    skipped: int
+    failed: tuple[str, ...]
+    interrupted: bool
+
+
+def resolve_plan(plan: list[sweep_plan.PlannedRun]) -> dict[str, Plan]:
+    """Every planned spec validated and resolved (topology, preset, schedule) before anything
+    runs, by run id; raises SpecError naming the field."""
+    from testbed.experiment import plan as resolve
+
+    return {p.run_id: resolve(RunSpec.model_validate(dict(p.spec))) for p in plan}
+
+
+def _progress(status, label: str):
+    """on_event callback: the current run's step count in the status line."""
+
+    def on_event(ev: dict) -> None:
+        if ev.get("event") == "step":
+            status.update(f"{label}  step {ev.get('step', 0) + 1}/{ev.get('steps_total') or '?'}")
+
+    return on_event
+
+
+def run_plan(
+    plan: list[sweep_plan.PlannedRun],
+    out_dir: Path,
+    resolved: dict[str, Plan] | None = None,
+) -> SweepResult:
+    """Run every planned run not already finished ok under out_dir, in plan order, with
+    progress and an ETA across runs; stops at the first interrupted run. `resolved` is
+    `resolve_plan(plan)` when the caller has it already."""
+    from testbed.experiment import expected_duration_s, run_experiment
+
+    out = console(stderr=True)
+    resolved = resolved if resolved is not None else resolve_plan(plan)
+    decisions = [sweep_plan.decide(out_dir / p.run_id) for p in plan]
+    todo = sum(d != sweep_plan.Decision.skip for d in decisions)
+    failed, durations = [], []
+    for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
+        run_dir = out_dir / p.run_id
+        label = f"[{i}/{len(plan)}] {p.variant} / {p.burst} / r{p.repeat}"
+        if d == sweep_plan.Decision.skip:
+            out.print(f"{label}: done before, skipped")
+            continue
+        if d == sweep_plan.Decision.retry:
+            aside = sweep_plan.aside_path(run_dir)
+            shutil.move(run_dir, aside)
+            out.print(f"{label}: previous attempt not ok, kept as {aside.name}")
+        left = todo - len(durations)
+        per_run = sum(durations) / len(durations) if durations else None
+        if per_run is None:
+            per_run = expected_duration_s(resolved[p.run_id].spec)
+        out.print(f"{label}: running, sweep ETA {per_run * left:.0f} s")
+        started = time.monotonic()
+        with out.status(label) as status:
+            outcome = run_experiment(
+                resolved[p.run_id], out_dir, run_id=p.run_id, on_event=_progress(status, label)
+            )
+        durations.append(time.monotonic() - started)
+        s = outcome.summary
+        out.print(
+            f"{label}: {outcome.status} in {durations[-1]:.0f} s"
+            + (f" ({outcome.reason})" if outcome.reason else "")
+            + f"  p50 {s.get('p50_ms')} ms, p99 in bursts {s.get('p99_in_burst_ms')} ms"
+        )
+        if outcome.status == "interrupted":
+            out.print("[yellow]interrupted: stopping (re-run the same command to resume)[/]")
+            return SweepResult(len(durations), len(plan) - todo, tuple(failed), True)
+        if outcome.status != "ok":
+            failed.append(p.run_id)
+    return SweepResult(len(durations), len(plan) - todo, tuple(failed), False)
+
+
+def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | None:
+    """Report every planned run that has a run.json (failed ones are flagged in it)."""
+    out = console(stderr=True)
+    dirs = [out_dir / p.run_id for p in plan if (out_dir / p.run_id / "run.json").exists()]
+    if not dirs:
+        out.print("[red]no runs to report[/red]")
+        return None
+    from analysis.report import write_report  # seaborn/scipy: only when reporting
+
+    rep = write_report(dirs, out_dir / "report")
+    for w in rep.warnings:
+        out.print(f"[bold red]WARNING[/bold red] {w}")
+    print_table(rep.headline_title, rep.headline)
+    out.print(f"report: {rep.path}")
+    return rep

@@ -1,0 +1,253 @@
+"""What one DDP rank runs: the worker's part of the run spec, declared once.
+
+`WorkerSpec` holds every knob the worker reads: name, type, default, range and help live in
+the field. Everything else derives from it: `python -m workloads.train`'s flags
+(`add_arguments`), the testbed's `RunSpec` (a subclass that adds the network, the bursts and
+where results go) and with it `testbed run`'s flags, and the file the testbed hands each
+worker (`--spec worker_spec.json`). A new worker knob is one field here.
+
+A field's `panel` (in `json_schema_extra`) groups it in `--help`; a `None` default means "the
+component's own default" (the phase controller's ε, the transport's pacing rate), so that
+default is written once, where it acts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from workloads.transport.config import TransportConfig
+
+Workload = Literal["train", "allreduce", "iperf3", "ping"]
+#: The workloads a worker process runs; the probes (iperf3, ping) the testbed runs itself.
+WORKER_WORKLOADS = ("train", "allreduce")
+Transport = Literal["dblp", "optireduce", "reliable", "tcp"]
+Model = Literal["cnn", "resnet"]
+Phase = Literal["on", "off"]
+OptiMode = Literal["adaptive", "fixed"]
+
+#: Gloo rendezvous port of rank 0 (torchrun's default too).
+MASTER_PORT = 29500
+
+#: `--help` panels, in reading order.
+PANELS = NETWORK, BURSTS, WORKLOAD, TRANSPORT, OUTPUT = (
+    "Network", "Bursts", "Workload", "Transport", "Output"
+)  # fmt: skip
+
+
+#: A fraction in [0, 1): ε (a round must deliver something) and injected loss.
+FRACTION = {"ge": 0, "lt": 1}
+
+
+def knob(default: Any, panel: str, help: str, aliases: tuple[str, ...] = (), **limits: Any) -> Any:
+    """A spec field: default, `--help` panel and text, optional older flag names, and its limits
+    (pydantic's ge/gt/le/lt/pattern)."""
+    extra = {"panel": panel, "aliases": list(aliases)}
+    return Field(default, description=help, json_schema_extra=extra, **limits)
+
+
+class SpecError(ValueError):
+    """A bad spec; `field` names the culprit so a CLI can say which flag to fix."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+    @property
+    def flag(self) -> str:
+        """The field as a command-line flag: `--batch-size`."""
+        return "--" + self.field.replace("_", "-")
+
+
+class WorkerSpec(BaseModel):
+    """One rank's workload and transport. Floats are finite (no inf/nan) and bounded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    workload: Workload = knob(
+        "train", WORKLOAD, "What runs: train (DDP), allreduce (rounds of one bucket, no model), "
+        "iperf3/ping (network probes, no workers)."
+    )  # fmt: skip
+    model: Model = knob("cnn", WORKLOAD, "cnn: digits; resnet: synthetic CIFAR.")
+    epochs: int = knob(5, WORKLOAD, "Training epochs.", ge=1, le=10_000)
+    steps: int | None = knob(
+        None, WORKLOAD, "Cap on training steps (all epochs).", ge=1, le=10_000_000
+    )
+    batch_size: int = knob(16, WORKLOAD, "Batch per rank.", ge=1, le=65_536)
+    lr: float = knob(0.1, WORKLOAD, "SGD learning rate.", gt=0, le=10)
+    seed: int = knob(0, WORKLOAD, "Seed of bursts, ECMP, data and model.", ge=0, le=2**32 - 1)
+    threads: int = knob(1, WORKLOAD, "Torch threads per rank.", ge=1, le=256)
+    resync_every: int | None = knob(
+        None, WORKLOAD, "Re-broadcast rank 0's parameters every M steps.", ge=1, le=1_000_000
+    )
+    size_mib: float = knob(4.0, WORKLOAD, "allreduce workload: bucket, MiB.", gt=0, le=1024)
+    interval_ms: float = knob(
+        20.0, WORKLOAD, "allreduce workload: compute gap between rounds, ms.", ge=0, le=60_000
+    )
+    rounds: int = knob(100, WORKLOAD, "allreduce workload: rounds.", ge=1, le=1_000_000)
+
+    transport: Transport = knob("dblp", TRANSPORT, "Gradient transport.")
+    bucket_cap_mb: float = knob(25.0, TRANSPORT, "DDP bucket cap, all transports.", gt=0, le=1024)
+    pace_mbps: float | None = knob(
+        None, TRANSPORT, "UDP pacing per rank, Mbit/s (testbed: 0.95 x bw; by hand: the "
+        "transport's default).", aliases=("--rate-mbps",), gt=0, le=100_000
+    )  # fmt: skip
+    base_port: int = knob(
+        TransportConfig.base_port, TRANSPORT, "UDP ports base + rank*k + i.", ge=1024, le=65_000
+    )
+    phase: Phase = knob("on", TRANSPORT, "dblp: ε by training phase (on), or pinned (off).")
+    eps_critical: float | None = knob(
+        None, TRANSPORT, "dblp: ε in critical phases (default: the phase controller's).",
+        **FRACTION,
+    )  # fmt: skip
+    eps_stable: float | None = knob(
+        None, TRANSPORT, "dblp: ε in stable phases (default: the phase controller's).",
+        **FRACTION,
+    )  # fmt: skip
+    epsilon: float | None = knob(
+        None, TRANSPORT, "dblp: pinned ε (allreduce workload; training with --phase off).",
+        **FRACTION,
+    )  # fmt: skip
+    checkpoint_every: int | None = knob(
+        None, TRANSPORT, "dblp: steps between ε decisions (default: the phase controller's).",
+        ge=1, le=100_000,
+    )  # fmt: skip
+    warmup_steps: int | None = knob(
+        None, TRANSPORT, "dblp: critical steps at the start (default: the phase controller's).",
+        ge=0, le=1_000_000,
+    )  # fmt: skip
+    optireduce_mode: OptiMode = knob("adaptive", TRANSPORT, "optireduce: round timeout rule.")
+    rescale: bool = knob(False, TRANSPORT, "optireduce: unbiased mean of what arrived.")
+    t_max_ms: float | None = knob(
+        None, TRANSPORT, "Hard cap per round, ms (default 4x calibrated p50).", gt=0, le=600_000
+    )
+    drop: float = knob(
+        0.0, TRANSPORT, "Injected receive-side loss (loopback experiments).", **FRACTION
+    )
+
+    @model_validator(mode="after")
+    def _epsilon_pins_only_when_off(self) -> WorkerSpec:
+        if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
+            raise ValueError(
+                "epsilon: pins ε only with phase off (or in the allreduce workload); "
+                "with the phase controller on, set eps_critical / eps_stable"
+            )
+        return self
+
+
+def first_error(err: ValidationError) -> SpecError:
+    """The first of pydantic's errors as a SpecError naming its field."""
+    e = err.errors()[0]
+    if e["loc"]:
+        return SpecError(".".join(str(p) for p in e["loc"]), e["msg"])
+    # a cross-field rule: its message starts with the field it blames ("k: ...")
+    field, _, msg = e["msg"].removeprefix("Value error, ").partition(": ")
+    return SpecError(field, msg)
+
+
+def validate(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    """`model.model_validate(data)`, raising SpecError naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise first_error(e) from e
+
+
+# ---- flags derived from the fields ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One spec field as a command-line option."""
+
+    name: str
+    decls: tuple[str, ...]  # "--batch-size", then older names
+    type: type  # int, float, str, Path or bool
+    choices: tuple[str, ...] | None
+    default: Any
+    help: str
+    panel: str
+
+
+def _bounds(metadata: Iterable[Any]) -> str:
+    """pydantic's limits as text: "> 0, <= 10"."""
+    signs = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+    return ", ".join(
+        f"{sign} {_number(getattr(m, attr))}"
+        for m in metadata
+        for attr, sign in signs
+        if isinstance(m, annotated_types.BaseMetadata) and hasattr(m, attr)
+    )
+
+
+def _number(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() else f"{v:g}"
+
+
+def flags(model: type[BaseModel], names: Iterable[str] | None = None) -> list[Flag]:
+    """The model's fields (or the named ones) as options, in `PANELS` order."""
+    fields = model.model_fields
+    out = []
+    for name in names if names is not None else fields:
+        info = fields[name]
+        ann = info.annotation
+        if get_origin(ann) in (Union, types.UnionType):
+            ann = next(a for a in get_args(ann) if a is not type(None))
+        choices = tuple(get_args(ann)) if get_origin(ann) is Literal else None
+        extra = info.json_schema_extra or {}
+        bounds = _bounds(info.metadata)
+        out.append(
+            Flag(
+                name,
+                ("--" + name.replace("_", "-"), *extra.get("aliases", ())),
+                str if choices else ann,
+                choices,
+                info.default,
+                (info.description or "") + (f" Range: {bounds}." if bounds else ""),
+                extra.get("panel", OUTPUT),
+            )
+        )
+    return sorted(out, key=lambda f: PANELS.index(f.panel))
+
+
+def add_arguments(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    """One argparse option per field, grouped by panel; absent flags parse as None, so they
+    do not override a spec file (see `from_arguments`)."""
+    groups: dict[str, Any] = {}
+    for f in flags(model):
+        group = groups.get(f.panel) or groups.setdefault(
+            f.panel, parser.add_argument_group(f.panel.lower())
+        )
+        shown = f" (default {f.default})" if f.default is not None else ""
+        kw: dict[str, Any] = {"dest": f.name, "default": None, "help": f.help + shown}
+        if f.type is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = f.type
+            if f.choices:
+                kw["choices"] = f.choices
+        group.add_argument(*f.decls, **kw)
+
+
+def from_arguments(
+    model: type[BaseModel], args: argparse.Namespace, spec_file: Path | None = None
+) -> Any:
+    """The spec: `spec_file` (JSON) first, then every flag given; SpecError names the field."""
+    data: dict[str, Any] = {}
+    if spec_file is not None:
+        try:
+            data = model.model_validate_json(Path(spec_file).read_bytes()).model_dump()
+        except OSError as e:
+            raise SpecError("spec", f"{spec_file}: cannot read: {e.strerror}") from e
+        except ValidationError as e:
+            raise SpecError("spec", f"{spec_file}: {first_error(e)}") from e
+    data.update({n: v for n in model.model_fields if (v := getattr(args, n, None)) is not None})
+    return validate(model, data)
