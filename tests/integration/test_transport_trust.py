@@ -157,3 +157,36 @@ def test_spoofed_and_mutated_datagrams_never_reach_a_round(policy):
             assert np.isfinite(out).all(), (r, t)
             assert st.delivered_loss == 0.0, (r, t, st)
             np.testing.assert_allclose(out, exact[t], rtol=1e-5, atol=1e-4, err_msg=f"{r} {t}")
+
+
+@pytest.mark.timeout(120)
+def test_a_members_non_finite_values_are_never_summed():
+    """A member whose gradient holds NaN/Inf (a diverging model, a bug): the owners of those
+    elements take its packets back and the bounded-loss round ends without them at its cap."""
+    base = pick_udp_base(WORLD, 4, random.Random(8))
+    cfg = TransportConfig(rate_mbps=RATE, base_port=base, t_max_ms=400.0)
+    token = wire.new_job_token()
+    ranks = [
+        TransposeAllReduce(r, WORLD, ["127.0.0.1"] * WORLD, "dblp", cfg, job_token=token)
+        for r in range(WORLD)
+    ]
+    inputs = [np.ones(3000, np.float32) for _ in range(WORLD)]
+    inputs[2][[5, 1500]] = [np.nan, np.inf]  # in shards 0 and 1, owned by ranks 0 and 1
+    results: list = [None] * WORLD
+
+    def go(r: int) -> None:
+        results[r] = ranks[r].allreduce(inputs[r], epsilon=0.0)
+
+    threads = [threading.Thread(target=go, args=(r,)) for r in range(WORLD)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        for tar in ranks:
+            tar.close()
+    for r, (out, _) in enumerate(results):
+        assert np.isfinite(out).all(), r
+    suspect = [st.suspect.get("nonfinite", 0) for _, st in results]
+    assert suspect[0] >= 1 and suspect[1] >= 1, suspect

@@ -225,18 +225,33 @@ def test_tail_wait_grows_with_p50():
     assert pol.verdict(p, 0.049).recheck_at == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 3e38])
-def test_non_finite_payload_is_never_summed(bad):
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_scatter_packet_is_taken_back_before_the_stage_ends(bad):
+    rs = make_round(40, world=4, me=0, per_pkt=10)  # 10 elements per shard, 1 packet each
+    for src in (1, 2, 3):
+        vals = np.ones(10, "<f4")
+        if src == 2:
+            vals[3] = bad
+        h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 0, 0, 1, 0, src, 0, 0, 10, 0, 0)
+        buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
+        assert rs.accept(h, buf, 0.001) is None
+    assert rs.sc.missing == 0
+    assert rs.screen(wire.SCATTER) == 1
+    assert np.array_equal(rs.partial, np.arange(10, dtype=np.float32))  # own values only
+    assert rs.sc.missing == 30 and rs.pkts_received == 0  # every contribution missing again
+    assert rs.missing_ranges(wire.SCATTER, 1) == [(0, 10)]  # NACKed, then repaired or lost
+    assert rs.screen(wire.SCATTER) == 0
+
+
+def test_a_non_finite_gathered_packet_counts_as_missing():
     rs = make_round(40, world=4, me=0, per_pkt=10)
-    lay = rs.layout
-    off, cnt = lay.pkt(0, 0)
-    vals = np.ones(cnt, "<f4")
-    vals[3] = bad
-    h = wire.Header(
-        wire.MAGIC, wire.VERSION, wire.DATA, wire.SCATTER, 0, 1, 0, 1, 0, off, cnt, 0, 0
-    )
-    buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
-    before = rs.partial.copy()
-    assert rs.accept(h, buf, 0.001) == "nonfinite"
-    assert np.array_equal(rs.partial, before) and rs.sc.received == 0
-    assert rs.missing_ranges(wire.SCATTER, 1) == [(0, 10)]  # still missing: NACKed, repaired
+    rs.end_scatter(0.001, cap_hit=False)
+    for src in (1, 2, 3):
+        vals = np.full(10, np.nan if src == 3 else 2.0, "<f4")
+        h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 1, 0, 1, 0, src, src, 0, 10, 0, 0)
+        buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
+        assert rs.accept(h, buf, 0.002) is None
+    assert rs.screen(wire.GATHER) == 1
+    assert rs.ga.missing == 10 and rs.missing_ranges(wire.GATHER, 3) == [(0, 10)]
+    rs.finish()
+    assert np.isfinite(rs.out).all()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.transport import wire
-from workloads.transport.completion import CompletionPolicy
+from workloads.transport.completion import CompletionPolicy, Verdict
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import SEND_SLOTS, Endpoint
 from workloads.transport.layout import Layout
@@ -223,7 +223,7 @@ class Engine(threading.Thread):
         pol = rs.policy
         rs.recheck_at = None
         if rs.stage == STAGE_SCATTER:
-            v = pol.verdict(rs.sc, now)
+            v = self._screened_verdict(rs, wire.SCATTER, now)
             if v.nack:
                 self._send_nacks(rs, wire.SCATTER, now)
             if not v.done:
@@ -235,7 +235,7 @@ class Engine(threading.Thread):
                     for p in self.peers:
                         self._queue_first(rs, p, wire.GATHER, self.me, rs.reduced, 0)
         if rs.stage == STAGE_GATHER:
-            v = pol.verdict(rs.ga, now)
+            v = self._screened_verdict(rs, wire.GATHER, now)
             if v.nack:
                 self._send_nacks(rs, wire.GATHER, now)
             if not v.done:
@@ -254,6 +254,18 @@ class Engine(threading.Thread):
                 f"{now - rs.t_start:.1f} s: missing scatter {rs.sc.missing} / gather "
                 f"{rs.ga.missing} elements (is every rank alive and calling allreduce?)"
             )
+
+    def _screened_verdict(self, rs: RoundState, stage: int, now: float) -> Verdict:
+        """The policy's verdict on a stage; before it may end, non-finite packets are taken
+        back (counted as suspect) and the policy asked again with them missing."""
+        prog = rs.sc if stage == wire.SCATTER else rs.ga
+        v = rs.policy.verdict(prog, now)
+        if v.done:
+            bad = rs.screen(stage)
+            if bad:
+                self.reasons["nonfinite"] += bad
+                v = rs.policy.verdict(prog, now)
+        return v
 
     @staticmethod
     def _hold_bound(rs: RoundState, recheck: float | None, stage: int, now: float) -> float | None:

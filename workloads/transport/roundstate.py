@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import isfinite
 
 import numpy as np
 
@@ -147,10 +146,6 @@ class RoundState:
         if got[i]:
             return "duplicate"
         vals = rbuf[HEADER_BYTES : HEADER_BYTES + 4 * cnt].view(np.float32)
-        # One BLAS call (~1 us, a third of np.isfinite(..).all()): NaN or Inf anywhere makes
-        # the dot non-finite, and so does |x| >~ 1e18, a value no gradient sum survives anyway.
-        if not isfinite(vals.dot(vals)):
-            return "nonfinite"
         got[i] = True
         if h.stage == SCATTER:
             self.partial[off : off + cnt] += vals
@@ -167,6 +162,50 @@ class RoundState:
             last.add(h.src)
             prog.last_seen += 1
         return None
+
+    def screen(self, stage: int) -> int:
+        """Take back every packet of `stage` that brought a non-finite value; return how many.
+
+        Called when a policy is about to end the stage, before its result is used: one
+        vectorised pass over the shard instead of a check per datagram (which cost 5-10% CPU
+        per MiB). A poisoned scatter packet is undone whole (the shard's elements go back to
+        this rank's own values and every peer's contribution to it counts as missing again,
+        to be repaired or lost as the policy says); a poisoned gathered packet counts as
+        missing. Non-finite values of this rank's own data are its own and stay.
+        """
+        lay, per = self.layout, self.layout.per_pkt
+        if stage == SCATTER:
+            s, n = lay.start(self.me), lay.length(self.me)
+            own = self.data[s : s + n]
+            bad = ~np.isfinite(self.partial) & np.isfinite(own)
+            if not bad.any():
+                return 0
+            pkts = np.unique(np.flatnonzero(bad) // per).tolist()
+            for i in pkts:
+                a, b = i * per, min((i + 1) * per, n)
+                self.partial[a:b] = own[a:b]
+                self.sc_count[i] = 1
+                for got in self.sc_got.values():
+                    if got[i]:
+                        got[i] = False
+                        self.sc.received -= b - a
+                        self.pkts_received -= 1
+            return len(pkts)
+        count = 0
+        for j, got in self.ga_got.items():
+            s, n = lay.start(j), lay.length(j)
+            bad = ~np.isfinite(self.out[s : s + n])
+            if not bad.any():
+                continue
+            for i in np.unique(np.flatnonzero(bad) // per).tolist():
+                if got[i]:
+                    a, b = i * per, min((i + 1) * per, n)
+                    self.out[s + a : s + b] = self.data[s + a : s + b]
+                    got[i] = False
+                    self.ga.received -= b - a
+                    self.pkts_received -= 1
+                    count += 1
+        return count
 
     def end_scatter(self, now: float, cap_hit: bool) -> None:
         """Reduce this rank's shard from what arrived and make it the stage's result."""
