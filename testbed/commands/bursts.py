@@ -11,11 +11,11 @@ import json
 import math
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from testbed import presets, schedule
 from testbed.spec import RunSpec
+from testbed.terminal import console
 
 app = typer.Typer(
     help="Burst presets: list them, show one's seeded schedule.", no_args_is_help=True
@@ -41,7 +41,7 @@ def list_presets() -> None:
             for s in p.streams
         )
         table.add_row(name, p.hash, streams or "-", p.description)
-    Console().print(table)
+    console().print(table)
 
 
 @app.command("show")
@@ -92,6 +92,6 @@ def show(
             str(e.direction),
             json.dumps(params),
         )
-    console = Console()
-    console.print(f"preset {p.name} (hash {p.hash}), seed {seed}, workers {', '.join(workers)}")
-    console.print(table)
+    term = console()
+    term.print(f"preset {p.name} (hash {p.hash}), seed {seed}, workers {', '.join(workers)}")
+    term.print(table)

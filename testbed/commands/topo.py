@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from testbed.commands.options import spec_options
 from testbed.spec import TOPOLOGY_FIELDS, RunSpec, SpecError, build_spec
+from testbed.terminal import console
 from topologies import Topology
 
 app = typer.Typer(help="Describe (show), verify (check) and bring up (up) a topology.",
@@ -72,7 +72,7 @@ def show(
     if json_out:
         typer.echo(json.dumps(t.summary(), indent=2))
         return
-    con = Console()
+    con = console()
     tiers: dict[str, int] = {}
     for node in t.nodes:
         tiers[node.tier] = tiers.get(node.tier, 0) + 1
@@ -147,7 +147,7 @@ def check(
         tbl = Table("measure", "value", title=f"topo check: {t.name}")
         for key in SUMMARY_KEYS:
             tbl.add_row(key, str(result[key]))
-        Console().print(tbl)
+        console().print(tbl)
         for a, b in reach.unreachable:
             typer.echo(f"unreachable: {a} -> {b}", err=True)
     if not ok:
