@@ -16,6 +16,7 @@ import queue
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -438,15 +439,18 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
     finally:
         group.stop()
         info.socket_buffers = {}
+        rejections: Counter[str] = Counter()
         for rank, meta in results.rank_meta(run_dir).items():
             for key, value in (meta.get("transport_params") or {}).items():
                 if key in ("rcvbuf_bytes", "sndbuf_bytes") and value is not None:
                     info.socket_buffers[f"rank{rank}.{key}"] = int(value)
+            rejections.update((meta.get("transport_params") or {}).get("suspect") or {})
             if rank == 0:
                 info.transport_params = {
                     **(meta.get("transport_params") or {}),
                     "phase": meta.get("phase_config") or {},
                 }
+        info.rejections = dict(rejections)
 
 
 def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:

@@ -49,7 +49,7 @@ from workloads.spec import (
     add_arguments,
     from_arguments,
 )
-from workloads.transport.hooks import HOOKS, TensorBucket, make_state, register_transport
+from workloads.transport.hooks import TensorBucket, hook_for, make_state, register_transport
 from workloads.transport.phase import PhaseConfig, PhaseController
 
 #: Bound on every Gloo collective and on the rendezvous.
@@ -158,7 +158,7 @@ def init_group(ident: Identity) -> None:
     )
 
 
-def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
+def transport_config(args: argparse.Namespace) -> Any:
     if args.transport == "tcp":
         return None
     from workloads.transport.config import TransportConfig
@@ -166,7 +166,6 @@ def transport_config(args: argparse.Namespace, epsilon: float) -> Any:
     fields = {
         "base_port": args.base_port,
         "t_max_ms": args.t_max_ms,
-        "epsilon": epsilon,
         "optireduce_mode": args.optireduce_mode,
         "rescale": args.rescale,
         "seed": args.seed,
@@ -284,7 +283,7 @@ def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> N
     state = register_transport(
         ddp,
         args.transport,
-        transport_config(args, pcfg.off_epsilon),
+        transport_config(args),
         addr=ident.addr,
         calibrate_elems=cap_elems,
     )
@@ -371,6 +370,7 @@ def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> N
         ctl = [c.control_ms for c in phase.history]
         meta["control_ms"] = _summary(ctl)
         meta["steps_done"] = step
+        meta["transport_params"] = state.meta()  # now with the run's suspect-datagram totals
         rec.write_meta(meta)
 
 
@@ -412,9 +412,9 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
     n = int(args.size_mib * 2**20 / 4)
     eps = _phase_config(args).off_epsilon
     state = make_state(
-        args.transport, transport_config(args, eps), addr=ident.addr, calibrate_elems=n
+        args.transport, transport_config(args), addr=ident.addr, calibrate_elems=n
     )
-    hook = HOOKS[args.transport]
+    hook = hook_for(args.transport)
     src = torch.from_numpy(
         np.random.default_rng((args.seed, ident.rank)).standard_normal(n).astype(np.float32)
     )
@@ -461,6 +461,8 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
                 )
     finally:
         state.close()
+        meta["transport_params"] = state.meta()  # now with the run's suspect-datagram totals
+        rec.write_meta(meta)
 
 
 def main(argv: list[str] | None = None) -> int:
