@@ -1,9 +1,10 @@
 """A `Topology` as a live Mininet network: every node a Linux host/router in its own namespace.
 
 No Open vSwitch, no controller, no bridges: veth pairs are created straight inside their two
-namespaces, each namespace is configured by one `ip -batch`, one `tc -batch` and one sysctl/
-ethtool script, run in parallel across nodes. Teardown kills every process in our namespaces
-(the namespaces and their veths then vanish with them), so it removes exactly what we created.
+namespaces, each namespace is configured by one `ip -batch`, one `tc -batch`, one `ethtool -K`
+script and its sysctls (written from a thread inside it), run in parallel across nodes.
+Teardown kills every process in our namespaces (the namespaces and their veths then vanish
+with them), so it removes exactly what we created.
 
     with live_network(fattree(4), seed=1) as net:
         net.exec("h1", ["ping", "-c1", net.topo.host_ip("h16")])
@@ -258,7 +259,7 @@ def _already_there(_intf: str, _node: Host) -> None:
 def _configure(pid: int, prefix: list[str], plan: netplan.NodePlan) -> None:
     with in_netns(pid):
         write_sysctls(plan.sysctls)
-        offloads_off(plan.intfs, netplan.OFFLOADS)
+    offloads_off(plan.intfs, netplan.OFFLOADS, prefix, timeout=STEP_TIMEOUT_S)
     run_batch(plan.ip, "ip", prefix=prefix, timeout=STEP_TIMEOUT_S)
     run_batch(plan.tc, "tc", prefix=prefix, timeout=STEP_TIMEOUT_S)
 

@@ -15,7 +15,6 @@ take a run that is starting or ending for a crashed one.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import shutil
@@ -26,6 +25,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from testbed.kernel import KernelError
+from testbed.nsenter import in_netns
 
 ROOT = Path("/run/dblp-testbed")
 PREFIX = "dblp"  # names this tool gives to root-namespace objects (probe netns, ...)
@@ -50,9 +52,7 @@ def netns_inode(pid: int) -> int | None:
     return int(link[link.index("[") + 1 : -1])
 
 
-_CLONE_NEWNET = 0x40000000
 _SO_NETNS_COOKIE = 71  # Linux >= 5.14
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def netns_cookie(pid: int) -> int | None:
@@ -66,24 +66,11 @@ def netns_cookie(pid: int) -> int | None:
 
     def work() -> None:
         try:
-            own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-            target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            if _libc.setns(target, _CLONE_NEWNET) != 0:
-                return
-            try:
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                    raw = s.getsockopt(socket.SOL_SOCKET, _SO_NETNS_COOKIE, 8)
-                out.append(struct.unpack("=Q", raw)[0])
-            except OSError:
-                pass
-            finally:
-                _libc.setns(own, _CLONE_NEWNET)
-        finally:
-            os.close(own)
-            os.close(target)
+            with in_netns(pid), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                raw = s.getsockopt(socket.SOL_SOCKET, _SO_NETNS_COOKIE, 8)
+            out.append(struct.unpack("=Q", raw)[0])
+        except (OSError, KernelError):  # gone, not enterable, or no cookie on this kernel
+            pass
 
     t = threading.Thread(target=work, name=f"netns-cookie-{pid}")
     t.start()

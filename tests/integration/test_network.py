@@ -5,6 +5,7 @@ own networks (in this process, or in a child that gets SIGINT/SIGTERM) and compa
 machine's state before and after.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import netcheck
+from testbed import flowpaths, netcheck
 from testbed.network import live_network
 from testbed.statedir import ROOT, netns_inode, pids_in_netns
 from topologies import fattree
@@ -47,12 +48,32 @@ def test_shaping_and_routes_are_in_the_kernel(net):
     assert "rate 100Mbit" in cls
     route = net.exec("r_e0_0", ["ip", "route", "show", "10.3.1.0/24"])
     assert route.count("nexthop") == 2
-    feats = net.exec("h1", ["ethtool", "-k", "h1-eth0"])
-    for f in ("tcp-segmentation-offload: off", "generic-segmentation-offload: off",
-              "generic-receive-offload: off"):  # fmt: skip
-        assert f in feats
     sysctl = net.exec("r_c0_0", ["sysctl", "-n", "net.ipv4.fib_multipath_hash_policy"])
     assert sysctl.strip() == "1"
+
+
+def test_offloads_are_off_on_every_interface(net):
+    """What `ethtool -k` reports: every TCP segmentation feature (tso), gso and gro off."""
+    topo = net.topo
+    for node in ("h1", "h16", "r_e0_0", "r_a1_1", "r_c0_0"):
+        for peer in topo.neighbors(node):
+            intf = topo.intf(node, peer)
+            (feats,) = json.loads(net.exec(node, ["ethtool", "--json", "-k", intf]))
+            tso = [k for k in feats if k.startswith("tx-tcp") and k.endswith("segmentation")]
+            assert len(tso) >= 4, feats  # tcp, ecn, mangleid, tcp6 (and newer kernels' more)
+            for f in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                      "generic-receive-offload", *tso):  # fmt: skip
+                assert feats[f]["active"] is False, (node, intf, f, feats[f])
+
+
+def test_flow_paths_follow_the_kernel_to_the_destination(net):
+    flows = flowpaths.udp_flows(("h1", "h3", "h16"), 40000, 2)
+    paths = flowpaths.trace(net, flows)
+    assert len(paths) == 12 and all(p["complete"] for p in paths), paths
+    across = [p["path"] for p in paths if {p["src"], p["dst"]} == {"h1", "h16"}]
+    assert len(across) == 4 and all(len(p) == 7 for p in across)  # via a core router
+    in_pod = [p["path"] for p in paths if {p["src"], p["dst"]} == {"h1", "h3"}]
+    assert len(in_pod) == 4 and all(len(p) == 5 for p in in_pod)  # via an aggregation router
 
 
 def test_parallel_flows_use_more_than_one_uplink(net):
