@@ -13,12 +13,11 @@ import os
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
-from typing import Literal
 
+from testbed.impairments import LOSS_BACKENDS, MECHANISMS
 from testbed.statedir import PREFIX
 
 PROBE_TIMEOUT_S = 5.0
-Backend = Literal["netem", "iptables", "nft"]
 
 
 @dataclass(frozen=True)
@@ -132,34 +131,29 @@ def _probe_kernel() -> dict[str, bool]:
         _ok(["ip", "netns", "del", ns])
 
 
-_FIX = {
-    "netem": "the kernel module sch_netem (modprobe sch_netem, or a kernel built with "
-    "CONFIG_NET_SCH_NETEM)",
-    "iptables": "iptables-legacy with the xt_statistic match (apt-get install iptables)",
-    "nft": "nftables with numgen (apt-get install nftables; kernel CONFIG_NFT_NUMGEN)",
-}
+def choose_impairment(requested: str, caps: Capabilities) -> tuple[str, str]:
+    """(backend, reason) for the loss mechanism; an unavailable explicit choice is an error.
 
-
-def choose_impairment(
-    requested: Literal["auto", "netem", "iptables", "nft"], caps: Capabilities
-) -> tuple[str, str]:
-    """(backend, reason) for the loss mechanism; an unavailable explicit choice is an error."""
-    have = {"netem": caps.netem, "iptables": caps.iptables_statistic, "nft": caps.nft_numgen}
+    The backends are the registry's (`testbed.impairments.LOSS_BACKENDS`), "auto" takes the
+    first that works here, in the registry's order; each mechanism says which capability it
+    needs and what installs it."""
+    loss = {name: MECHANISMS[name] for name in LOSS_BACKENDS}
+    have = {name: bool(getattr(caps, cls.needs)) for name, cls in loss.items()}
     if requested == "auto":
-        if caps.netem:
-            return "netem", "sch_netem works: loss and delay on the link's HTB leaf"
-        if caps.iptables_statistic:
-            return "iptables", "no sch_netem; iptables-legacy -m statistic works (~1.5 ms/change)"
-        if caps.nft_numgen:
-            return "nft", "no sch_netem, no iptables statistic; nft numgen works (~16 ms/change)"
+        for i, (name, cls) in enumerate(loss.items()):
+            if have[name]:
+                return name, "".join(f"no {n}; " for n in LOSS_BACKENDS[:i]) + cls.works
         raise ValueError(
-            "no loss backend works on this machine: install one of " + "; or ".join(_FIX.values())
+            "no loss backend works on this machine: install one of "
+            + "; or ".join(cls.fix for cls in loss.values())
         )
     if requested not in have:
-        raise ValueError(f"unknown impairment backend {requested!r}: auto, netem, iptables, nft")
+        raise ValueError(
+            f"unknown impairment backend {requested!r}: auto, {', '.join(LOSS_BACKENDS)}"
+        )
     if not have[requested]:
         raise ValueError(
-            f"--impair {requested} is unavailable here: it needs {_FIX[requested]}; "
+            f"--impair {requested} is unavailable here: it needs {loss[requested].fix}; "
             "or use --impair auto"
         )
     return requested, f"requested explicitly; {requested} works on this kernel"

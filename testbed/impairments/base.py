@@ -123,6 +123,12 @@ class Impairment(ABC):
     #: True when the drop counter cannot move while the mechanism is at its base (a loss rule
     #: at probability 0); queue-drop counters (squeeze, incast) also count ordinary congestion.
     still_when_idle: bool = False
+    #: A loss backend names the `capabilities.Capabilities` field that says it works here
+    #: (`needs`), what it costs once chosen (`works`) and what installs it (`fix`);
+    #: `capabilities.choose_impairment` reads them, in `LOSS_BACKENDS` order.
+    needs: ClassVar[str] = ""
+    works: ClassVar[str] = ""
+    fix: ClassVar[str] = ""
 
     def __init__(self, shells: Callable[[str], ShellApplier]) -> None:
         self.shell = shells  # node name -> that namespace's shell

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from testbed import shaping
 from testbed.impairments.base import Egress, Impairment, Ticket, shell_ticket
-from testbed.impairments.tc_stats import leaf_drops
+from testbed.impairments.tc_stats import QDISC_STATS, leaf_drops
 from testbed.schedule.events import Event
 from topologies.model import Direction
 
@@ -44,6 +44,12 @@ class NetemLeaf(Impairment):
     """Serves two kinds on one leaf: ``loss`` (probability) and ``delay`` (ms)."""
 
     kinds = ("loss", "delay")
+    needs = "netem"
+    works = "sch_netem works: loss and delay on the link's HTB leaf"
+    fix = (
+        "the kernel module sch_netem (modprobe sch_netem, or a kernel built with "
+        "CONFIG_NET_SCH_NETEM)"
+    )
 
     def __init__(self, shells, caps=None) -> None:
         super().__init__(shells)
@@ -78,7 +84,7 @@ class NetemLeaf(Impairment):
         return self._set(egress, 0.0, delay) if kind == "loss" else self._set(egress, loss, 0.0)
 
     def drops(self, egress: Egress) -> int:
-        out = self.shell(egress.node).run(["tc", "-s", "qdisc", "show", "dev", egress.intf])
+        out = self.shell(egress.node).run([*QDISC_STATS, "dev", egress.intf])
         return self._counted.get(egress.direction, 0) + leaf_drops(out)
 
     def close(self) -> None:

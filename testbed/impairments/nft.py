@@ -9,7 +9,7 @@ is an `nft replace rule`; one instant's changes in a namespace go in one `nft -f
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Sequence
 
 from testbed.impairments.base import Egress, LossRules, Ticket
@@ -22,13 +22,11 @@ from testbed.impairments.iptables import (
 from testbed.schedule.events import Event
 from topologies.model import Direction
 
-__all__ = ["NftLoss", "counter_packets", "loss_expr"]
+__all__ = ["NftLoss", "counter_packets", "echoed_handle", "loss_expr"]
 
 TABLE = ["ip", "dblp_loss"]
 #: numgen random resolution: probabilities are rounded to 1e-6
 SCALE = 1_000_000
-_HANDLE = re.compile(r"# handle (\d+)")
-_COUNTER = re.compile(r"counter (\w+) \{\s*packets (\d+)")
 
 
 def _chain(is_host: bool) -> str:
@@ -44,12 +42,33 @@ def loss_expr(intf: str, counter: str, probability: float, mode: str) -> list[st
     return ["oifname", f'"{intf}"', *gen, "counter", "name", f'"{counter}"', "drop"]
 
 
+def _objects(nft_json: str, what: str) -> list[dict]:
+    """The `nftables` array of `nft -j` output (libnftables' JSON schema)."""
+    try:
+        return json.loads(nft_json)["nftables"]
+    except (json.JSONDecodeError, TypeError, KeyError):
+        raise ValueError(f"{what} printed no nftables JSON: {nft_json!r}") from None
+
+
 def counter_packets(listing: str) -> dict[str, int]:
-    """Packets per named counter in `nft list counters` output."""
-    return {m.group(1): int(m.group(2)) for m in _COUNTER.finditer(listing)}
+    """Packets per named counter in `nft -j list counters` output."""
+    counters = (o["counter"] for o in _objects(listing, "nft -j list counters") if "counter" in o)
+    return {c["name"]: int(c["packets"]) for c in counters}
+
+
+def echoed_handle(echo: str) -> str:
+    """The handle of the rule `nft -j --echo --handle add rule ...` added."""
+    for o in _objects(echo, "nft -j --echo add rule"):
+        rule = o.get("add", {}).get("rule")
+        if rule is not None and "handle" in rule:
+            return str(rule["handle"])
+    raise ValueError(f"nft echoed no rule handle: {echo!r}")
 
 
 class NftLoss(LossRules):
+    needs = "nft_numgen"
+    works = "nft numgen works (~16 ms/change)"
+    fix = "nftables with numgen (apt-get install nftables; kernel CONFIG_NFT_NUMGEN)"
     batch_argv = ("nft", "-f", "-")
 
     def prepare(self, egresses: Sequence[Egress], events: Sequence[Event]) -> None:
@@ -76,12 +95,9 @@ class NftLoss(LossRules):
             for i, e in enumerate(egs):
                 counter = f"d{i}"
                 sh.run(["nft", "add", "counter", *TABLE, counter])
-                out = sh.run(["nft", "--echo", "--handle", "add", "rule", *TABLE, chain,
+                out = sh.run(["nft", "-j", "--echo", "--handle", "add", "rule", *TABLE, chain,
                               *loss_expr(e.intf, counter, 0.0, "random")])  # fmt: skip
-                m = _HANDLE.search(out)
-                if not m:
-                    raise RuntimeError(f"nft did not echo a rule handle on {node}: {out!r}")
-                self._rule[e.direction] = (chain, m.group(1), counter)
+                self._rule[e.direction] = (chain, echoed_handle(out), counter)
 
     def _replace(self, egress: Egress, probability: float, mode: str) -> Ticket:
         chain, handle, counter = self._rule[egress.direction]
@@ -90,9 +106,9 @@ class NftLoss(LossRules):
         return self._queue(egress.node, line)
 
     def drops_many(self, egresses: Sequence[Egress]) -> dict[Direction, int]:
-        """One `nft list counters` per namespace, all namespaces in parallel."""
+        """One `nft -j list counters` per namespace, all namespaces in parallel."""
         nodes = list(dict.fromkeys(e.node for e in egresses))
-        argv = ["nft", "list", "counters", "table", *TABLE]
+        argv = ["nft", "-j", "list", "counters", "table", *TABLE]
         seqs = {n: self.shell(n).submit(argv) for n in nodes}
         listing = {n: counter_packets(self.shell(n).wait(seq).output) for n, seq in seqs.items()}
         return {e.direction: listing[e.node][self._rule[e.direction][2]] for e in egresses}

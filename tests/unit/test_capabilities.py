@@ -44,3 +44,16 @@ def test_missing_pieces_name_their_fix():
     m = {x.what: x.fix for x in missing_pieces(caps(htb=False))}
     assert "HTB" in m["sch_htb"]
     assert ALL.to_dict()["kernel"] == "6.1"
+
+
+def test_backends_come_from_the_impairment_registry():
+    from testbed.impairments import LOSS_BACKENDS, MECHANISMS
+
+    fields = {f.name for f in dataclasses.fields(Capabilities)}
+    assert all(MECHANISMS[b].needs in fields and MECHANISMS[b].fix for b in LOSS_BACKENDS)
+    with pytest.raises(ValueError, match="'tbf': auto, " + ", ".join(LOSS_BACKENDS)):
+        choose_impairment("tbf", ALL)
+    assert choose_impairment("auto", caps(netem=False)) == (
+        "iptables",
+        "no netem; " + MECHANISMS["iptables"].works,
+    )

@@ -11,9 +11,14 @@ from testbed.schedule import Event
 
 EG = Egress("r_a0_0", "r_c0_0", "r_a0_0-eth2", 100.0, 50, False)
 LEAF = ["tc", "qdisc", "replace", "dev", "r_a0_0-eth2", "parent", "1:1", "handle", "10:"]
+# `tc -j -s qdisc show dev X` shaped as iproute2 6.1 prints it (captured for an HTB root with a
+# pfifo leaf 10:, see test_tc_json; kind and counters edited: that machine has no sch_netem)
 TC_STATS = (
-    "qdisc netem 10: parent 1:1 limit 50 loss 50%\n"
-    " Sent 1000 bytes 10 pkt (dropped 7, overlimits 0 requeues 0)\n"
+    '[{"kind":"htb","handle":"1:","root":true,"refcnt":3,"options":{"r2q":10,"default":"0x1",'
+    '"direct_packets_stat":0,"direct_qlen":1000},"bytes":1000,"packets":10,"drops":7,'
+    '"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"netem","handle":"10:",'
+    '"parent":"1:1","options":{"limit":50},"bytes":1000,"packets":10,"drops":7,"overlimits":0,'
+    '"requeues":0,"backlog":0,"qlen":0}]'
 )
 
 
@@ -66,7 +71,7 @@ def test_loss_and_delay_share_one_leaf_and_revert_separately():
         [*LEAF, "netem", "limit", "50", "loss", "20%"],
         [*LEAF, "netem", "limit", "50", "loss", "20%", "delay", "5ms"],
         [*LEAF, "netem", "limit", "50", "delay", "5ms"],
-        ["tc", "-s", "qdisc", "show", "dev", "r_a0_0-eth2"],  # netem's drops, before pfifo
+        ["tc", "-j", "-s", "qdisc", "show", "dev", "r_a0_0-eth2"],  # netem's drops, before pfifo
         [*LEAF, "pfifo", "limit", "50"],
     ]
     assert leaf.drops(EG) == 7 + 7
