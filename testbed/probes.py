@@ -5,6 +5,9 @@ Both write `probes` rows (analysis/schema.py) on CLOCK_MONOTONIC, beside the `bu
   each line time-stamped on arrival; the interval clock is anchored to CLOCK_MONOTONIC by the
   earliest (arrival - interval end), since a line can only arrive late. The client binds its
   data stream to port 5202, so only the control connection (TCP 5201) escapes loss rules.
+  The receiver's lines stay text: iperf3 3.12's `-J` prints once, at the end, so it has no
+  arrival times (`--json-stream` needs iperf3 >= 3.17). The client's own `-J` report, with the
+  server's text (`--get-server-output`), is kept as `probes/iperf3-<src>-<dst>.json`.
 - ping: `ping -D` realtime stamps mapped to CLOCK_MONOTONIC; send times follow icmp_seq.
 Servers are started with Popen and killed by PID (`iperf3 -s -D` daemons outlive Mininet).
 """
@@ -20,6 +23,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,7 @@ import numpy as np
 __all__ = [
     "bin_iperf3",
     "bin_ping",
+    "iperf3_result",
     "iperf3_server",
     "iperf3_udp_totals",
     "parse_iperf3_line",
@@ -82,6 +87,23 @@ def bin_iperf3(lines: list[tuple[float, str]], run_id: str) -> list[dict[str, An
             }
         )
     return rows
+
+
+def iperf3_result(text: str, what: str) -> dict[str, Any]:
+    """iperf3 `-J` output as a dict; RuntimeError with iperf3's own error where it has one
+    (iperf3 3.12 exits 0 with `-J` even when the test failed: the JSON's "error" says why)."""
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{what}: iperf3 printed no JSON: {text[-300:]!r}") from None
+    if "error" in result:
+        raise RuntimeError(f"{what}: {result['error']}")
+    return result
+
+
+def iperf3_json_path(run_dir: Path, src: str, dst: str) -> Path:
+    """Where a run keeps the raw `iperf3 -J` report of its probe src -> dst."""
+    return Path(run_dir) / "probes" / f"iperf3-{src}-{dst}.json"
 
 
 def parse_ping_line(line: str) -> tuple[float, int, float] | None:
@@ -230,7 +252,8 @@ def iperf3_udp_totals(
         argv = ["iperf3", "-c", net.topo.host_ip(dst), "-p", str(CONTROL_PORT),
                 "--cport", str(DATA_PORT), "-u", "-b", f"{mbps:g}M", "-l", "1400",
                 "-t", f"{seconds:g}", "-J"]  # fmt: skip
-        end = json.loads(net.exec(src, argv, timeout=seconds + 20))["end"]["sum"]
+        out = net.exec(src, argv, timeout=seconds + 20)
+        end = iperf3_result(out, f"iperf3 {src} -> {dst}")["end"]["sum"]
     return end["lost_packets"], end["packets"]
 
 
@@ -247,11 +270,13 @@ def run_probe(
     protocol: str = "udp",
     mbps: float = 50.0,
     ping_interval_s: float = 0.01,
+    run_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Probe src -> dst for duration_s with the scheduler started at the probe's start.
 
     kind "iperf3" (protocol udp at `mbps`, or tcp) or "ping" (every ping_interval_s); returns
-    `probes` rows, one per bin_s bin (iperf3's interval, >= 0.1 s).
+    `probes` rows, one per bin_s bin (iperf3's interval, >= 0.1 s). With `run_dir`, iperf3's
+    raw `-J` report is kept there (`iperf3_json_path`), also when the client failed.
     """
     if kind not in ("iperf3", "ping"):
         raise ValueError(f"probe kind {kind!r}: use iperf3 or ping")
@@ -261,7 +286,8 @@ def run_probe(
     interval = max(bin_s, 0.1)
     with iperf3_server(net, dst, interval_s=interval) as (server, lines):
         argv = ["iperf3", "-c", ip, "-p", str(CONTROL_PORT), "--cport", str(DATA_PORT),
-                "-t", f"{duration_s:g}", "-i", f"{interval:g}"]  # fmt: skip
+                "-t", f"{duration_s:g}", "-i", f"{interval:g}",
+                "-J", "--get-server-output"]  # fmt: skip
         if protocol == "udp":
             argv += ["-u", "-b", f"{mbps:g}M", "-l", "1400"]
         client = _popen(net, src, argv, f"iperf3 client in {src}")
@@ -271,9 +297,15 @@ def run_probe(
         _end(server, 10)
         lines.join(5)
         said.join(5)
+        report = "\n".join(s for _, s in said.lines)
+        if run_dir is not None:
+            path = iperf3_json_path(run_dir, src, dst)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(report + "\n")
+        what = f"iperf3 client {src} -> {dst} (exit {client.returncode})"
+        iperf3_result(report, what)
         if client.returncode != 0:
-            tail = "\n".join(s for _, s in said.lines[-5:])
-            raise RuntimeError(f"iperf3 client {src} -> {dst} failed ({client.returncode}): {tail}")
+            raise RuntimeError(f"{what}: {report[-300:]}")
         return bin_iperf3(lines.lines, run_id)
 
 

@@ -5,6 +5,7 @@ Run under the shared lock: `flock /tmp/dblp-net.lock .venv/bin/pytest tests/inte
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -47,11 +48,12 @@ def loss_event(p: float, mode: str, start=0.0, end=1e6) -> Event:
     return Event(0, CORE[0], CORE[1], "loss", p, {"mode": mode}, start, end)
 
 
-def udp_probe(net, events, backend, seconds=3.0, mbps=20.0):
+def udp_probe(net, events, backend, seconds=3.0, mbps=20.0, run_dir=None):
     sched = BurstScheduler(net, events, backend, "test")
     sched.prepare()
     try:
-        rows = probes.run_probe(net, sched, "iperf3", "h1", "h3", seconds, run_id="test", mbps=mbps)
+        rows = probes.run_probe(net, sched, "iperf3", "h1", "h3", seconds, run_id="test",
+                                mbps=mbps, run_dir=run_dir)  # fmt: skip
     finally:
         bursts = sched.stop()
     return rows, bursts, sched
@@ -100,9 +102,13 @@ def test_nth_loss_drops_exactly_every_fifth_packet(bell, backend):
     assert_clean(bell, sched)
 
 
-def test_loss_windows_are_applied_in_order_and_show_in_the_bins(bell):
+def test_loss_windows_are_applied_in_order_and_show_in_the_bins(bell, tmp_path):
     events = [Event(i, *CORE, "loss", 0.5, {"mode": "random"}, 0.6 + i, 0.9 + i) for i in range(3)]
-    rows, bursts, sched = udp_probe(bell, events, "iptables", seconds=3.5)
+    rows, bursts, sched = udp_probe(bell, events, "iptables", seconds=3.5, run_dir=tmp_path)
+    # iperf3's own -J report is kept beside the rows, the receiver's text inside it
+    report = json.loads((tmp_path / "probes" / "iperf3-h1-h3.json").read_text())
+    assert report["end"]["sum"]["packets"] > 0 and "error" not in report
+    assert report["server_output_text"].count("Mbits/sec") >= len(rows)
     windows = [(b["applied_start_s"], b["applied_end_s"]) for b in bursts]
     assert len(windows) == 3 and all(not math.isnan(s) for w in windows for s in w)
     # never early, each on before it is off, each off before the next is on; how late is the
