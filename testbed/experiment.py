@@ -463,7 +463,7 @@ def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -
     what = f"{spec.workload} probe {src} -> {dst} for {spec.duration_s}s"
     emit({"event": "phase", "what": what})
     rows = probes.run_probe(
-        net, sched, spec.workload, src, dst, spec.duration_s, run_id=info.run_id
+        net, sched, spec.workload, src, dst, spec.duration_s, run_id=info.run_id, run_dir=run_dir
     )
     info.t0_s = getattr(sched, "t0", None)
     schema.write_table(run_dir, "probes", rows)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
+from testbed.impairments import LOSS_BACKENDS
 from workloads.spec import (
     BURSTS,
     NETWORK,
@@ -43,7 +44,8 @@ __all__ = [
 ]
 
 Topo = Literal["fattree", "leafspine", "dumbbell", "star"]
-Impair = Literal["auto", "netem", "iptables", "nft"]
+#: auto, or a loss mechanism of the impairment registry.
+Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 
 #: Fields that say where or how results are shown, not what is measured.
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})

@@ -23,12 +23,14 @@ from typing import Any, Literal, Union, get_args, get_origin
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from workloads.transport.completion import transport_names
 from workloads.transport.config import TransportConfig
 
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
 #: The workloads a worker process runs; the probes (iperf3, ping) the testbed runs itself.
 WORKER_WORKLOADS = ("train", "allreduce")
-Transport = Literal["dblp", "optireduce", "reliable", "tcp"]
+#: Every registered completion policy (workloads/transport/completion.py), then tcp.
+Transport = Literal[transport_names()]  # type: ignore[valid-type]
 Model = Literal["cnn", "resnet"]
 Phase = Literal["on", "off"]
 OptiMode = Literal["adaptive", "fixed"]

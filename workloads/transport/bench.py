@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from workloads.transport.completion import transport_names
 from workloads.transport.loopback import Case, LoopbackJob, RankResult
 
 MIB = 1 << 20
@@ -65,9 +66,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument(
-        "--transport", choices=("dblp", "optireduce", "reliable", "tcp"), default="dblp"
-    )
+    ap.add_argument("--transport", choices=transport_names(), default="dblp")
     ap.add_argument("--world", type=int, default=4, help="ranks (processes)")
     ap.add_argument("--size", type=float, default=4.0, help="bucket size, MiB of float32")
     ap.add_argument("--rounds", type=int, default=50)
