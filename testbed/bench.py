@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer rounds/steps (a smoke test)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
-        print("make bench needs root (network namespaces, tc): run `sudo make bench`")
+        print("make bench needs root (network namespaces, tc): run `make bench` as root")
         return 2
     from testbed.sweep_runner import report_plan, run_plan
 

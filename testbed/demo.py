@@ -21,7 +21,7 @@ TRANSPORTS = ("dblp", "optireduce", "tcp")
 def main(out_root: Path = Path("results")) -> int:
     term = console(stderr=True)
     if os.geteuid() != 0:
-        term.print("make demo needs root (network namespaces, tc): run `sudo make demo`")
+        term.print("make demo needs root (network namespaces, tc): run `make demo` as root")
         return 2
     from analysis.report import write_report
     from testbed.experiment import plan, run_experiment

@@ -23,7 +23,7 @@ def missing_pieces(caps: Capabilities) -> list[Missing]:
     """What a run needs and this machine lacks, each with its fix."""
     out = []
     if not caps.root:
-        out.append(Missing("root", "run as root: sudo testbed ... (namespaces, veths, tc)"))
+        out.append(Missing("root", "run testbed as root (namespaces, veths, tc)"))
     if not caps.mnexec:
         out.append(Missing("mnexec", "apt-get install mininet (provides /usr/bin/mnexec)"))
     if not caps.iperf3:
@@ -80,7 +80,7 @@ def _print(caps: Capabilities, backend: str | None, reason: str, missing: list[M
             t.add_row(key, "[green]yes[/]" if value else "[red]no[/]")
     con.print(t)
     if not caps.root:
-        con.print("kernel probes need root: run `sudo testbed doctor`")
+        con.print("kernel probes need root: run `testbed doctor` as root")
     con.print(f"impairment backend (auto): [bold]{backend or 'none'}[/] — {reason}")
     for m in missing:
         con.print(f"[red]missing[/] {m.what}: {m.fix}")

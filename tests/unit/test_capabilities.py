@@ -40,7 +40,7 @@ def test_explicit_missing_backend_names_module_and_fix(backend, field, module):
 def test_missing_pieces_name_their_fix():
     assert missing_pieces(ALL) == [] or [m.what for m in missing_pieces(ALL)] == ["ethtool"]
     m = {x.what: x.fix for x in missing_pieces(caps(root=False, iperf3=False))}
-    assert "sudo" in m["root"] and "apt-get install iperf3" in m["iperf3"]
+    assert "as root" in m["root"] and "apt-get install iperf3" in m["iperf3"]
     m = {x.what: x.fix for x in missing_pieces(caps(htb=False))}
     assert "HTB" in m["sch_htb"]
     assert ALL.to_dict()["kernel"] == "6.1"
