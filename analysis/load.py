@@ -1,7 +1,7 @@
 """Load run folders into tidy frames, each row tagged with what run it came from.
 
 Every table row gets the run's identity from run.json (workload, transport, label, preset,
-seed, spec_hash, repeat, status, starved), so one groupby answers "per transport and preset"
+seed, spec_hash, repeat, status, unfaithful), so one groupby answers "per transport and preset"
 across any number of runs. `label` separates the variants of one transport that a benchmark
 compares side by side (tcp at two RTO minima, optireduce adaptive/fixed, dblp with phase off).
 """
@@ -35,7 +35,7 @@ RUN_COLUMNS = (
     "spec_hash",
     "repeat",
     "status",
-    "starved",
+    "unfaithful",
 )
 
 #: Spec fields that may differ between the repeats of one experiment.
@@ -91,7 +91,7 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "repeat": _repeat_of(info),
         "status": info.status,
         "reason": info.reason,
-        "starved": info.starved,
+        "unfaithful": not info.faithful,
         "oversubscribed": info.oversubscribed,
         "warnings": "; ".join(info.warnings),
         "rejections": {k: int(v) for k, v in info.rejections.items() if v},

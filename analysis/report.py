@@ -1,7 +1,7 @@
 """report.md for one or many runs: a one-screen headline, tables, figures, then validity.
 
 The first screen is the title, ONE validity block summarising what is wrong with the runs
-("23 of 23 runs STARVED …, see Validity"), the headline table and a line of definitions.
+("23 of 23 runs UNFAITHFUL …, see Validity"), the headline table and a line of definitions.
 Tables follow grouped by workload (comparisons by baseline), with units in their headers and
 numbers formatted for people; the per-run details (every warning, every left-out run) come
 at the end. Each table is also written as CSV under `tables/`: numbers in numeric columns
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.fidelity import CALM_BOUND_MAX, LATE_OF_ROUND, UNFAITHFUL_SHARE
 from analysis.figures import make_figures
 from analysis.load import Runs, load_runs, mixed_specs
-from analysis.schema import FLAG_WAIT_FRACTION
 from analysis.tables import PAPER_BASELINE, PUBLISHED, build_tables, rejections_text
 
 #: Runs named in a summary line before it says "and k more".
@@ -242,9 +242,9 @@ VALIDITY_VIEW = (
     PRESET,
     Col("repeat", "repeat", fmt_count),
     Col("status", "status"),
-    Col("starved", "starved", fmt_text),
+    Col("unfaithful", "unfaithful", fmt_text),
     Col("oversubscribed", "oversubscribed", fmt_text),
-    Col("flagged_frac", "rounds waiting on CPU (%)", fmt_pct),
+    Col("cpu_wait_share", "CPU wait / round, median (%)", fmt_pct),
     Col("rejected", "rejected datagrams", fmt_count),
     Col("rejections", "rejected by reason"),
     Col("warnings", "warnings"),
@@ -292,14 +292,14 @@ def _names(ids: Sequence[str], limit: int = NAMED_RUNS) -> str:
 
 
 def _other_warnings(warnings: str) -> list[str]:
-    """A run's orchestrator warnings the flags do not already say (starved, oversubscribed)."""
-    said = ("starved", "oversubscribed")
+    """A run's orchestrator warnings the flags do not already say (unfaithful, oversubscribed)."""
+    said = ("unfaithful", "oversubscribed")
     return [w for w in warnings.split("; ") if w and not w.startswith(said)]
 
 
 def run_warnings(runs: Runs) -> list[str]:
     """The validity summary: one line per kind of problem, counting the runs it affects
-    ("23 of 23 runs STARVED …"), naming them when they are few. Per-run details are in the
+    ("23 of 23 runs UNFAITHFUL …"), naming them when they are few. Per-run details are in the
     report's Validity section."""
     r = runs.runs
     n = len(r)
@@ -319,12 +319,13 @@ def run_warnings(runs: Runs) -> list[str]:
             more = f" and {k - NAMED_RUNS} more" if k > NAMED_RUNS else ""
             state = "still RUNNING" if status == "running" else status.upper()
             out.append(f"{k} of {n} runs {state}, not aggregated (partial data): {named}{more}")
-    k, ids = of(r["starved"].astype(bool))
+    k, ids = of(r["unfaithful"].astype(bool))
     if k:
         out.append(
-            f"{k} of {n} runs STARVED: in more than 5% of their rounds a worker waited "
-            f"> {FLAG_WAIT_FRACTION:.0%} of the round for a CPU, so their latencies measure the "
-            f"CPU as well as the network" + ("" if k == n else f" ({_names(ids)})")
+            f"{k} of {n} runs UNFAITHFUL: the emulator's CPU distorted their timing (the "
+            "transport loop woke late, or calm rounds could not keep the pacing rate), so their "
+            "latencies measure the CPU as well as the network"
+            + ("" if k == n else f" ({_names(ids)})")
         )
     k, ids = of(r["oversubscribed"].astype(bool))
     if k:
@@ -366,9 +367,12 @@ def _validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
     lines = [
         "## Validity",
         "",
-        "A run is **starved** when more than 5% of its rounds waited "
-        f"> {FLAG_WAIT_FRACTION:.0%} of their latency for a CPU (the emulator did not keep "
-        "up); **rejected datagrams** are those the transport refused (wrong job token, a "
+        f"A run is **unfaithful** when more than {UNFAITHFUL_SHARE:.0%} of its rounds saw the "
+        "transport's event loop wake later than max(one idle gap, "
+        f"{LATE_OF_ROUND:.0%} of the round) after its timer, or its calm rounds ran slower "
+        f"than {CALM_BOUND_MAX}x their pacing bound (the emulator did not keep up; the median "
+        "CPU wait per round is shown but is not the verdict); **rejected datagrams** are "
+        "those the transport refused (wrong job token, a "
         "source that is not the rank the header names, non-finite values): someone else was "
         "sending into the job. Only runs with status ok are aggregated.",
         "",

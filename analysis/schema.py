@@ -130,18 +130,6 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
-#: The CPU-starvation rule (DESIGN §7), used by the run's validity guard and by the report:
-#: a round whose run-queue wait (`cpu_wait_ms`) exceeds FLAG_WAIT_FRACTION of its latency is
-#: flagged, and a run with more than STARVED_FRACTION of its rounds flagged is `starved`.
-FLAG_WAIT_FRACTION = 0.10
-STARVED_FRACTION = 0.05
-
-
-def cpu_flagged(rounds: pd.DataFrame) -> pd.Series:
-    """Per row of a rounds-like frame: did the round wait > FLAG_WAIT_FRACTION for a CPU?"""
-    return rounds["cpu_wait_ms"] > FLAG_WAIT_FRACTION * rounds["latency_ms"]
-
-
 class SchemaError(ValueError):
     """A table or run.json that does not match the schema; names the culprit."""
 
@@ -264,7 +252,10 @@ class RunInfo(BaseModel):
     worker_hosts: dict[str, str] = Field(default_factory=dict)  # rank -> host name
     flow_paths: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    starved: bool = False
+    # The fidelity verdict (analysis/fidelity.py): False when the CPU distorted the timing.
+    faithful: bool = True
+    fidelity: dict[str, Any] = Field(default_factory=dict)
+    cpu_ms_per_mib: float | None = None  # UDP transport loops' CPU per MiB sent, all ranks
     oversubscribed: bool = False
     dilation: float = 1.0
     cpu_pressure: dict[str, float] = Field(default_factory=dict)

@@ -17,7 +17,7 @@ Definitions (one place, so every table agrees):
   still-running run measured part of an experiment (a shorter training, an earlier accuracy),
   so it appears per run (`runs`, `validity`) and is named in its group's `validity` cell
   ("left out: interrupted 1"), never averaged with complete runs.
-- Every group table carries `validity`: "starved k/n", "rejected datagrams k/n", ... so a run
+- Every group table carries `validity`: "unfaithful k/n", "rejected datagrams k/n", ... so a run
   the emulator could not keep up with, or whose transport saw foreign datagrams, is visible
   wherever it was used.
 - CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Runs, load_run, origins
-from analysis.schema import cpu_flagged
 from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
 from analysis.windows import applied_windows, in_burst
 
@@ -67,7 +66,7 @@ def round_level(runs: Runs) -> pd.DataFrame:
         "train_phase": ("train_phase", "first"),
     }
     g = r.groupby(["run_id", "round"], as_index=False).agg(**cols)
-    info = runs.runs[["run_id", *GROUP, "transport", "repeat", "status", "starved"]]
+    info = runs.runs[["run_id", *GROUP, "transport", "repeat", "status", "unfaithful"]]
     g = g.merge(info, on="run_id", how="left")
     g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
     g["origin_s"] = g["run_id"].map(origins(runs)).astype("float64")
@@ -82,13 +81,13 @@ def rejections_text(rejections: dict[str, int]) -> str:
 
 
 def _flags(runs_df: pd.DataFrame, left_out: pd.DataFrame | None = None) -> str:
-    """e.g. "starved 1/3, rejected datagrams 1/3, left out: interrupted 1"; empty when every
+    """e.g. "unfaithful 1/3, rejected datagrams 1/3, left out: interrupted 1"; empty when every
     run was ok, fed and clean. left_out: the group's runs that were not aggregated."""
     n = len(runs_df)
     out = []
-    k = int(runs_df["starved"].astype(bool).sum())
+    k = int(runs_df["unfaithful"].astype(bool).sum())
     if k:
-        out.append(f"starved {k}/{n}")
+        out.append(f"unfaithful {k}/{n}")
     if "rejected" in runs_df:
         k = int((runs_df["rejected"] > 0).sum())
         if k:
@@ -150,7 +149,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
         n_steps = int(s["step"].nunique()) if not s.empty else 0
         n_bursts = _bursts_during(windows[windows["run_id"] == info.run_id], t_first, t_last, r)
         inb, outb = r[r["in_burst"]], r[~r["in_burst"]]
-        flagged = cpu_flagged(r)
+        wait_share = (r["cpu_wait_ms"] / r["latency_ms"].where(r["latency_ms"] > 0)).median()
         rows.append(
             {
                 "run_id": info.run_id,
@@ -158,7 +157,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
                 "transport": info.transport,
                 "repeat": info.repeat,
                 "status": info.status,
-                "starved": bool(info.starved),
+                "unfaithful": bool(info.unfaithful),
                 "rejected": int(info.rejected),
                 "rounds": len(r),
                 "burst_rounds": len(inb),
@@ -171,7 +170,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
                 "retx_pkts": int(r["retx_pkts"].sum()),
                 "cap_hits": int(r["cap_hit"].sum()),
                 "cap_hit_frac": float(r["cap_hit"].mean()) if len(r) else math.nan,
-                "flagged_frac": float(flagged.mean()) if len(r) else math.nan,
+                "cpu_wait_share": float(wait_share) if len(r) else math.nan,
                 "train_s": train_s,
                 "tta_s": tta,
                 "final_acc": float(e["test_acc"].iloc[-1]) if not e.empty else math.nan,
@@ -388,9 +387,9 @@ def loss_table(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> p
 
 
 def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: status, whether it was aggregated, reason, starved, oversubscribed,
-    rejected datagrams (total and by reason), flagged-round share, warnings."""
-    cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "starved"]
+    """One row per run: status, whether it was aggregated, reason, the fidelity verdict,
+    oversubscribed, rejected datagrams (total and by reason), CPU-wait share, warnings."""
+    cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "unfaithful"]
     v = runs.runs[[*cols, "oversubscribed", "rejected", "warnings"]].copy()
     v.insert(v.columns.get_loc("status") + 1, "aggregated", v["status"] == "ok")
     v.insert(
@@ -398,7 +397,7 @@ def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
         "rejections",
         runs.runs["rejections"].map(rejections_text),
     )
-    v = v.merge(metrics[["run_id", "flagged_frac", "rounds", "steps"]], on="run_id", how="left")
+    v = v.merge(metrics[["run_id", "cpu_wait_share", "rounds", "steps"]], on="run_id", how="left")
     return v.sort_values(GROUP + ["repeat"], ignore_index=True)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from analysis import schema
+from analysis import fidelity, schema
 from testbed import results, validity
 from testbed.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
 from testbed.signals import Handlers
@@ -440,7 +440,10 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
         group.stop()
         info.socket_buffers = {}
         rejections: Counter[str] = Counter()
+        cpu_ms = sent = 0.0
         for rank, meta in results.rank_meta(run_dir).items():
+            cpu_ms += (meta.get("transport_params") or {}).get("engine_cpu_ms") or 0.0
+            sent += (meta.get("transport_params") or {}).get("sent_bytes") or 0
             for key, value in (meta.get("transport_params") or {}).items():
                 if key in ("rcvbuf_bytes", "sndbuf_bytes") and value is not None:
                     info.socket_buffers[f"rank{rank}.{key}"] = int(value)
@@ -451,6 +454,7 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
                     "phase": meta.get("phase_config") or {},
                 }
         info.rejections = dict(rejections)
+        info.cpu_ms_per_mib = cpu_ms / (sent / 2**20) if sent else None
 
 
 def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:
@@ -493,13 +497,9 @@ def _finish(
 def _merge(info: schema.RunInfo, run_dir: Path) -> None:
     results.merge_rank_tables(run_dir)
     rounds = schema.read_table(run_dir, "rounds")
-    verdict = validity.judge_rounds(rounds)
-    info.starved = verdict.starved
-    if verdict.starved:
-        info.warnings.append(
-            f"starved: {verdict.flagged_rounds}/{verdict.total_rounds} rounds waited "
-            f"> {validity.FLAG_WAIT_FRACTION:.0%} of their latency for a CPU"
-        )
+    verdict = fidelity.judge(rounds, schema.read_table(run_dir, "bursts"), info)
+    info.faithful, info.fidelity = verdict.faithful, verdict.as_dict()
+    info.warnings += [f"unfaithful: {why}" for why in verdict.reasons]
     info.cpu_pressure = validity.read_cpu_pressure()
     info.summary = _summary(info, run_dir)
 
@@ -517,7 +517,9 @@ def _summary(info: schema.RunInfo, run_dir: Path) -> dict:
         run_dir=str(run_dir),
         wall_s=round(info.wall_s or 0.0, 2),
         warnings=list(info.warnings),
-        starved=info.starved,
+        faithful=info.faithful,
+        dilation=info.dilation,
+        cpu_ms_per_mib=info.cpu_ms_per_mib,
     )
     return s
 

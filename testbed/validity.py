@@ -1,44 +1,11 @@
-"""Validity guard: is the emulator keeping up, or are we measuring a starved CPU?
-
-Each round carries its run-queue wait (`cpu_wait_ms`, from /proc/<pid>/schedstat);
-a round whose wait exceeds 10% of its latency is flagged, and a run with more than
-5% flagged rounds is `starved` (the rule: `analysis.schema.cpu_flagged`). The run also
-records system CPU pressure (PSI) and each host's TCP counters, so a report can tell loss
-recovery from CPU starvation.
+"""What a run records to be interpreted, and distrusted, later: system CPU pressure (PSI) and
+each host's TCP counters, so a report can tell loss recovery from a busy machine. Whether the
+CPU distorted the timing is the fidelity verdict's business (analysis/fidelity.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import pandas as pd
-
-# The rule's constants live with the results schema, where the report applies it too.
-from analysis.schema import FLAG_WAIT_FRACTION as FLAG_WAIT_FRACTION
-from analysis.schema import STARVED_FRACTION, cpu_flagged
-
 TCP_COUNTERS = ("TCPTimeouts", "TCPLossProbes", "RetransSegs")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    flagged_rounds: int
-    total_rounds: int
-    starved: bool
-
-    @property
-    def fraction(self) -> float:
-        return self.flagged_rounds / self.total_rounds if self.total_rounds else 0.0
-
-
-def judge_rounds(rounds: pd.DataFrame) -> Verdict:
-    """Flag rounds (per rank, stage total, warm-up excluded) whose CPU wait > 10% of latency."""
-    if rounds.empty:
-        return Verdict(0, 0, False)
-    r = rounds[(rounds["stage"] == "total") & ~rounds["is_warmup"]]
-    flagged = int(cpu_flagged(r).sum())
-    total = len(r)
-    return Verdict(flagged, total, total > 0 and flagged > STARVED_FRACTION * total)
 
 
 def read_cpu_pressure(text: str | None = None) -> dict[str, float]:

@@ -77,7 +77,7 @@ def write_run(
     eval_every: int = 10,
     status: str = "ok",
     reason: str = "",
-    starved: bool = False,
+    unfaithful: bool = False,
     workload: str = "train",
     spec: dict | None = None,
     t0: float = 100.0,
@@ -202,9 +202,11 @@ def write_run(
             seed=seed,
             spec=full_spec,
             spec_hash=f"h-{transport}-{preset}",
-            starved=starved,
+            faithful=not unfaithful,
             oversubscribed=oversubscribed,
-            warnings=["starved: 12% of rounds waited on the CPU"] if starved else [],
+            warnings=["unfaithful: 12/100 rounds: the transport loop woke late"]
+            if unfaithful
+            else [],
             t0_s=t0,
             wall_s=step_start - t0 + 5.0,
             rejections=rejections or {},
@@ -243,7 +245,7 @@ def write_bench_like(
 ) -> list[Path]:
     """A sweep shaped like `make bench`: allreduce (60 rounds, 6 transports x none/heavy, plus
     tcp/optireduce/dblp under sham) and train (40 steps, 4 transports x none/heavy, two
-    evaluations per run); heavy = ~30 short bursts; every run starved and oversubscribed.
+    evaluations per run); heavy = ~30 short bursts; every run unfaithful and oversubscribed.
     overrides: per run id, keyword arguments for `write_run` (e.g. status="interrupted")."""
     rng = np.random.default_rng(0)
     dirs = []
@@ -274,7 +276,7 @@ def write_bench_like(
                 final_acc={"tcp": 0.69, "optireduce": 0.87}.get(label, 0.69 + 0.1 * (eps > 0)),
                 eval_every=n // 2,
                 spec={**spec, "workload": workload, "repeat": rep},
-                starved=True,
+                unfaithful=True,
                 oversubscribed=True,
                 jitter=0.15,
                 unapplied_event=False,

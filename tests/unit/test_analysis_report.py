@@ -31,7 +31,7 @@ TEXT_COLUMNS = {
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    """A 23-run sweep shaped like the committed bench; every run starved and oversubscribed,
+    """A 23-run sweep shaped like the committed bench; every run unfaithful and oversubscribed,
     one rejecting datagrams."""
     root = tmp_path_factory.mktemp("bench")
     dirs = write_bench_like(
@@ -63,7 +63,7 @@ def test_headline_fits_one_screen_with_one_validity_block(bench):
     top = text.split("## Round latency")[0]
     assert len(top.splitlines()) <= 25
     assert top.count("> **Validity") == 1
-    assert "23 of 23 runs STARVED" in top and "23 of 23 runs oversubscribed" in top
+    assert "23 of 23 runs UNFAITHFUL" in top and "23 of 23 runs oversubscribed" in top
     assert "4 datagrams rejected" in top and "source 3, nonfinite 1" in top
     assert "[Validity](#validity)" in top
     assert len(bench.warnings) <= 4  # the terminal prints these: kinds, not runs

@@ -13,7 +13,7 @@ N_BURST = 10  # synthetic runs' default burst_rounds ((10, 20),)
 
 @pytest.fixture(scope="module")
 def three_way(tmp_path_factory):
-    """optireduce / dblp / tcp, 3 repeats each with the same seeds; dblp repeat 1 starved."""
+    """optireduce / dblp / tcp, 3 repeats each with the same seeds; dblp repeat 1 unfaithful."""
     tmp_path = tmp_path_factory.mktemp("three_way")
     dirs = []
     for rep in range(3):
@@ -27,7 +27,7 @@ def three_way(tmp_path_factory):
                 transport="dblp",
                 seed=rep,
                 burst_ms=60.0,
-                starved=rep == 1,
+                unfaithful=rep == 1,
                 final_acc=0.92,
             )
         )
@@ -145,14 +145,14 @@ def test_no_optireduce_means_no_paper_ratios(tmp_path):
     assert t["paper"].empty and not t["comparisons"].empty
 
 
-def test_starved_run_is_marked_in_every_table_using_it(three_way):
+def test_unfaithful_run_is_marked_in_every_table_using_it(three_way):
     t = tables.build_tables(three_way)
     for name in ("latency", "training", "loss"):
-        assert _row(t[name], label="dblp")["validity"] == "starved 1/3", name
+        assert _row(t[name], label="dblp")["validity"] == "unfaithful 1/3", name
         assert _row(t[name], label="tcp")["validity"] == "", name
-    assert "starved" in _row(t["comparisons"], label="dblp", baseline="optireduce")["validity"]
-    assert "starved" in _row(t["paper"], label="dblp")["validity"]
-    assert bool(_row(t["validity"], run_id="dblp-1").starved)
+    assert "unfaithful" in _row(t["comparisons"], label="dblp", baseline="optireduce")["validity"]
+    assert "unfaithful" in _row(t["paper"], label="dblp")["validity"]
+    assert bool(_row(t["validity"], run_id="dblp-1").unfaithful)
 
 
 def test_failed_run_is_left_out_and_named(tmp_path):

@@ -27,17 +27,17 @@ def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
     dirs.append(
         write_run(tmp_path, "bad", transport="tcp", status="failed", reason="rank 2 exited 1")
     )
-    dirs.append(write_run(tmp_path, "hungry", transport="tcp", seed=1, starved=True))
+    dirs.append(write_run(tmp_path, "hungry", transport="tcp", seed=1, unfaithful=True))
     out = tmp_path / "rep"
     res = runner.invoke(app, ["report", *map(str, dirs), "--out", str(out)])
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())
     assert "Paper's ratios vs optireduce" in said
-    assert "FAILED" in said and "STARVED" in said
+    assert "FAILED" in said and "UNFAITHFUL" in said
     text = (out / "report.md").read_text()
     top = text.split("## Headline")[0]
     assert "1 of 6 runs FAILED, not aggregated (partial data): `bad`: rank 2 exited 1" in top
-    assert "1 of 6 runs STARVED" in top and "(`hungry`)" in top
+    assert "1 of 6 runs UNFAITHFUL" in top and "(`hungry`)" in top
     assert "| bad | train | tcp | heavy | 0 | failed | rank 2 exited 1 |" in text
     paper = pd.read_csv(out / "tables" / "paper.csv")
     assert set(paper["baseline"]) == {"optireduce"}

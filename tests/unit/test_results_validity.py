@@ -1,7 +1,5 @@
 import json
 
-import pandas as pd
-
 from analysis import schema
 from testbed import results, validity
 
@@ -41,24 +39,6 @@ def test_last_points_at_newest(tmp_path):
     results.point_last(tmp_path, a)
     results.point_last(tmp_path, b)
     assert (tmp_path / "last").resolve() == b.resolve()
-
-
-def _rounds(waits, lat=100.0):
-    return pd.DataFrame(
-        {
-            "stage": ["total"] * len(waits),
-            "is_warmup": [False] * len(waits),
-            "cpu_wait_ms": waits,
-            "latency_ms": [lat] * len(waits),
-        }
-    )
-
-
-def test_starved_above_five_percent_flagged():
-    assert not validity.judge_rounds(_rounds([0.0] * 95 + [11.0] * 5)).starved
-    v = validity.judge_rounds(_rounds([0.0] * 94 + [11.0] * 6))
-    assert v.starved and v.flagged_rounds == 6 and v.total_rounds == 100
-    assert not validity.judge_rounds(_rounds([10.0] * 10)).starved  # 10% exactly is not > 10%
 
 
 def test_cpu_pressure_and_tcp_counters_parse():

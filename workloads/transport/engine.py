@@ -38,7 +38,7 @@ from workloads.transport.roundstate import (
     SendJob,
     Timing,
 )
-from workloads.transport.schedstat import thread_wait_ns
+from workloads.transport.schedstat import thread_times_ns
 from workloads.transport.stats import RoundStats
 
 HISTORY = 4  # finished rounds whose data a rank keeps to answer NACKs
@@ -94,7 +94,7 @@ class Engine(threading.Thread):
         self.inject = config.drop > 0
         self.sock_rr = 0
         self.tid = 0  # the loop's native thread id, known once run() starts
-        self.wait0_ns = 0
+        self.cpu0_ns = self.wait0_ns = 0
         self.late_s = 0.0  # the active round's latest timer wake-up so far
         # Counters since the previous round ended (attributed to the next RoundStats).
         self.sent_bytes = 0
@@ -192,7 +192,7 @@ class Engine(threading.Thread):
         )
         self.next_round += 1
         self.active, self.active_req, self.inject = rs, req, req.inject
-        self.wait0_ns = thread_wait_ns(self.tid)
+        self.cpu0_ns, self.wait0_ns = thread_times_ns(self.tid)
         self.late_s = 0.0
         for p in self.peers:
             if lay.length(p):
@@ -287,6 +287,7 @@ class Engine(threading.Thread):
         delivered = 1.0 - rs.delivered_loss
         rs.policy.observe(now - rs.t_start, delivered)
         suspect = {r: c for r, c in self.reasons.items() if r not in NOT_BAD}
+        cpu_ns, wait_ns = thread_times_ns(self.tid)
         if rs.eps_mismatch:
             suspect["eps_mismatch"] = rs.eps_mismatch
         stats = RoundStats(
@@ -306,7 +307,8 @@ class Engine(threading.Thread):
             cap_hit=rs.cap_hit,
             policy=rs.policy.name,
             eps_id=rs.eps_id,
-            cpu_wait_ms=max(0, thread_wait_ns(self.tid) - self.wait0_ns) / 1e6,
+            cpu_ms=max(0, cpu_ns - self.cpu0_ns) / 1e6,
+            cpu_wait_ms=max(0, wait_ns - self.wait0_ns) / 1e6,
             loop_late_ms=self.late_s * 1e3,
             suspect=suspect,
         )

@@ -237,6 +237,8 @@ class UdpState:
         "context",
         "sink",
         "suspect",
+        "cpu_ms",
+        "sent_bytes",
         "_queue",
         "_thread",
         "_error",
@@ -255,6 +257,8 @@ class UdpState:
         self.context = _Context()
         self.sink = _RowSink()
         self.suspect: Counter[str] = Counter()
+        self.cpu_ms = 0.0  # the event loop's CPU time over the run, and the payload it sent
+        self.sent_bytes = 0
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, name=f"{policy}-transport", daemon=True)
@@ -312,6 +316,8 @@ class UdpState:
             data, epsilon=job.epsilon, eps_id=job.eps_id, reliable=warm
         )
         self.suspect.update(stats.suspect)
+        self.cpu_ms += stats.cpu_ms
+        self.sent_bytes += stats.bytes
         self.sink.add(self._rows(job, stats, warm))
         out = torch.from_numpy(np.asarray(total, dtype=np.float32)).view_as(t)
         # into the bucket's own buffer: the transport may reuse its output array next round
@@ -378,7 +384,10 @@ class UdpState:
             "reliable_iters": self.reliable_iters,
             "config": dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else repr(cfg),
             "suspect": dict(self.suspect),
+            "engine_cpu_ms": self.cpu_ms,
+            "sent_bytes": self.sent_bytes,
         }
+        meta["gap_ms"] = self.tar.gap_s * 1e3  # the idle gap: the fidelity verdict's yardstick
         for attr in ("t_max_ms", "p50_ms", "rcvbuf_bytes", "sndbuf_bytes"):
             value = getattr(self.tar, attr, None)
             if value is not None and not callable(value):

@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 
 
-def thread_wait_ns(tid: int | str = "self") -> int:
-    """Run-queue wait so far (ns) of one thread of this process (0 if it cannot be read)."""
+def thread_times_ns(tid: int | str = "self") -> tuple[int, int]:
+    """(time on a CPU, run-queue wait) so far (ns) of one thread of this process; (0, 0) if it
+    cannot be read."""
     path = "/proc/thread-self/schedstat" if tid == "self" else f"/proc/self/task/{tid}/schedstat"
     try:
         with open(path) as f:
-            return int(f.read().split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
+            run, wait = f.read().split()[:2]
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return 0, 0
 
 
 def schedstat_waits(pid: str = "self") -> dict[str, int]:

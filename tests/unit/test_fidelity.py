@@ -1,0 +1,114 @@
+"""The fidelity verdict on synthetic rounds: what breaks it and what does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import fidelity, schema
+
+MIB = 1 << 20
+RATE = 95.0  # Mbit/s per rank
+
+
+def _info(**kw) -> schema.RunInfo:
+    base = dict(
+        run_id="r",
+        status="ok",
+        spec={"bw": 100.0, "mtu": 1500},
+        transport_params={"config": {"rate_mbps": RATE}, "gap_ms": 2.0},
+    )
+    return schema.RunInfo(**{**base, **kw})
+
+
+def _rounds(n=100, bound_ratio=1.1, late_ms=0.5, cpu_wait_ms=30.0, t0=0.0):
+    """n calm rounds of 1 MiB each whose latency is bound_ratio x the pacing bound."""
+    payload = float(MIB)
+    wire = payload + np.ceil(payload / 1432) * fidelity.DGRAM_OVERHEAD
+    lat = bound_ratio * wire * 8 / (RATE * 1e3)
+    starts = t0 + np.arange(n) * (lat / 1e3 + 0.02)
+    return pd.DataFrame(
+        {
+            "run_id": "r",
+            "stage": "total",
+            "is_warmup": False,
+            "t_start_s": starts,
+            "t_end_s": starts + lat / 1e3,
+            "latency_ms": lat,
+            "bytes": int(payload),
+            "cpu_wait_ms": cpu_wait_ms,
+            "loop_late_ms": late_ms,
+        }
+    )
+
+
+NO_BURSTS = schema.empty("bursts")
+
+
+def test_a_busy_but_accurate_run_is_faithful():
+    # a third of every round waiting for a CPU is not damage when the timing holds
+    f = fidelity.judge(_rounds(cpu_wait_ms=40.0), NO_BURSTS, _info())
+    assert f.faithful and f.late_rounds == 0 and f.judged_rounds == 100
+    assert f.calm_bound_ratio == pytest.approx(1.1, rel=1e-6)
+    assert f.cpu_wait_share > 0.3
+
+
+def test_late_wakeups_beyond_a_gap_and_a_tenth_of_the_round_make_it_unfaithful():
+    r = _rounds()
+    lat = float(r["latency_ms"].iloc[0])  # ~97 ms: the limit is 10% of it, not the 2 ms gap
+    r.loc[:5, "loop_late_ms"] = 0.099 * lat  # 6 rounds late, but under the limit
+    assert fidelity.judge(r, NO_BURSTS, _info()).faithful
+    r.loc[:5, "loop_late_ms"] = 0.2 * lat  # 6 of 100 over it: > 5%
+    f = fidelity.judge(r, NO_BURSTS, _info())
+    assert not f.faithful and f.late_rounds == 6
+    assert "woke later" in f.reasons[0]
+
+
+def test_calm_rounds_that_cannot_keep_the_rate_make_it_unfaithful():
+    f = fidelity.judge(_rounds(bound_ratio=1.8), NO_BURSTS, _info())
+    assert not f.faithful and f.calm_bound_ratio == pytest.approx(1.8, rel=1e-6)
+    assert "pacing bound" in f.reasons[0]
+
+
+def test_slow_rounds_inside_bursts_are_not_held_against_it():
+    r = pd.concat([_rounds(50), _rounds(50, bound_ratio=4.0, t0=100.0)], ignore_index=True)
+    bursts = schema.coerce(
+        "bursts",
+        [
+            dict(
+                run_id="r", event_id=0, link="a-b", direction="a->b", kind="loss",
+                magnitude=0.5, planned_start_s=99.0, planned_end_s=200.0,
+                applied_start_s=99.0, applied_end_s=200.0, drops=10,
+            )
+        ],
+    )  # fmt: skip
+    f = fidelity.judge(r, bursts, _info())
+    assert f.faithful and f.calm_rounds == 50
+
+
+def test_tcp_has_no_loop_of_ours_and_is_judged_by_its_pacing_only():
+    r = _rounds(late_ms=np.nan)
+    info = _info(transport_params={})  # the bound falls back to the link rate
+    f = fidelity.judge(r, NO_BURSTS, info)
+    assert f.faithful and f.judged_rounds == 0
+    assert f.calm_bound_ratio == pytest.approx(1.1 * 100 / RATE, rel=1e-6)
+
+
+def test_dilation_scales_the_pacing_rate_back():
+    # under D = 4 the pacer ran at 95/4 Mbit/s while the tables hold undilated latencies
+    info = _info(dilation=4.0, transport_params={"config": {"rate_mbps": RATE / 4}})
+    assert fidelity.judge(_rounds(), NO_BURSTS, info).calm_bound_ratio == pytest.approx(1.1)
+
+
+def test_sham_shift_flags_a_control_that_moves_latency():
+    calm = pd.DataFrame(
+        {
+            "workload": ["allreduce"] * 4,
+            "transport": ["dblp", "dblp", "tcp", "tcp"],
+            "preset": ["none", "sham", "none", "sham"],
+            "p50_ms": [100.0, 104.0, 100.0, 125.0],
+        }
+    )
+    out = fidelity.sham_shift(calm).set_index("transport")
+    assert bool(out.loc["dblp", "faithful"]) and not bool(out.loc["tcp", "faithful"])
