@@ -268,6 +268,13 @@ def _base_meta(args: argparse.Namespace, ident: Identity, state: Any) -> dict[st
     }
 
 
+def _last_round_over() -> None:
+    """Wait until every rank has finished its last round before any transport stops: a rank
+    still repairing its last round needs its peers to answer NACKs (closing first left it
+    waiting for repairs that never came, until its cap)."""
+    dist.barrier()
+
+
 def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> None:
     data = datasets.for_model(args.model, args.seed)
     model = build_model(args.model, args.seed)
@@ -361,6 +368,7 @@ def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> N
                     _evaluate(ddp.module, data, step, epoch, lead, rec)
             if step >= total:
                 break
+        _last_round_over()
     finally:
         state.close()
         meta["phase_checkpoints"] = [
@@ -459,6 +467,7 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
                     round_ms=max(lat, default=0.0),
                     delivered_loss=step_loss(rows),
                 )
+        _last_round_over()
     finally:
         state.close()
         meta["transport_params"] = state.meta()  # now with the run's suspect-datagram totals
