@@ -54,8 +54,6 @@ class BurstScheduler:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.error: BaseException | None = None
-        self.lags_ms: list[float] = []
-        self.realtime = False  # did the player thread get SCHED_FIFO
 
     # ---- set-up ------------------------------------------------------------------------------
 
@@ -127,7 +125,7 @@ class BurstScheduler:
                 return False
 
     def _play(self) -> None:
-        self.realtime = make_realtime()
+        make_realtime()
         try:
             for t, group in groupby(self.changes, key=lambda c: c.t_s):
                 if not self._sleep_until(self.t0 + t):
@@ -137,7 +135,6 @@ class BurstScheduler:
             self.error = e
 
     def _apply_group(self, group: list[Change]) -> None:
-        planned = self.t0 + group[0].t_s
         was_active = set(self._active)
         tickets = []
         for c in group:
@@ -152,7 +149,6 @@ class BurstScheduler:
             mech.flush()
         for c, ticket in zip(group, tickets, strict=True):
             applied = ticket.wait()
-            self.lags_ms.append((applied - planned) * 1000)
             for eid in c.ends:
                 self._applied_end[(eid, c.direction)] = applied
             for eid in c.starts:
