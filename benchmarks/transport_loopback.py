@@ -1,6 +1,6 @@
 """Loopback benchmark of the transports: `world` rank processes on 127.0.0.1, no root needed.
 
-    python -m workloads.transport.bench --transport dblp --world 4 --size 4 --rounds 50
+    python -m benchmarks.transport_loopback --transport dblp --world 4 --size 4 --rounds 50
         --drop 0.05 --rate 100 [--epsilon E] [--mode adaptive|fixed] [--json]
 
 A round's latency is the max over ranks. bound_ratio = p50 / (2 (N-1)/N S / B), S the bucket's
@@ -62,7 +62,7 @@ def summarize(args: argparse.Namespace, results: list[RankResult]) -> dict:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        prog="python -m workloads.transport.bench",
+        prog="python -m benchmarks.transport_loopback",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
