@@ -70,8 +70,9 @@ def plan(spec: RunSpec) -> Plan:
     """Resolve topology, preset, placement and the burst schedule; raise SpecError naming the
     field. No side effects: whatever a bad spec would break, it breaks here."""
     from testbed import presets, schedule
+    from testbed.shaping import as_played
 
-    topo = spec.topology()
+    topo = as_played(spec.topology(), spec.mtu)
     try:
         preset = presets.load(spec.burst)
     except (ValueError, KeyError, OSError) as e:
@@ -317,7 +318,9 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
     backend, why = capabilities.choose_impairment(spec.impair, caps)
     info.impairment_backend, info.impairment_reason = backend, why
     emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})
-    with live_network(p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms) as net:
+    with live_network(
+        p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms, mtu=spec.mtu
+    ) as net:
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
         _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
         info.capabilities["network_notes"] = list(getattr(net, "notes", []))

@@ -79,8 +79,10 @@ def node_plans(
     have_hash_seed: bool = True,
     have_rto_sysctl: bool = True,
     have_netem: bool = False,
+    mtu: int = 1500,
 ) -> dict[str, NodePlan]:
-    """Every node's sysctls, addresses, neighbours, routes and shaping.
+    """Every node's sysctls, addresses, neighbours, routes and shaping; every interface (hosts'
+    and routers') gets `mtu`. Queue limits are taken as given (see `shaping.as_played`).
 
     A link with delay gets a netem leaf (same queue limit) instead of pfifo; without sch_netem
     that is an error naming the link, never a silently undelayed link.
@@ -110,7 +112,7 @@ def node_plans(
             addr, plen = topo.addr(name, peer)
             extra = ("noprefixroute",) if node.kind == "host" else ()
             ip.append(("ip", "addr", "add", f"{addr}/{plen}", "dev", intf, *extra))
-            ip.append(("ip", "link", "set", intf, "up"))
+            ip.append(("ip", "link", "set", intf, "mtu", str(mtu), "up"))
             peer_addr = topo.addr(peer, name)[0]
             ip.append(("ip", "neigh", "replace", peer_addr, "lladdr", macs[(peer, name)],
                        "dev", intf, "nud", "permanent"))  # fmt: skip

@@ -135,9 +135,14 @@ class LiveNetwork:
 
 @contextlib.contextmanager
 def live_network(
-    topo: Topology, seed: int = 0, tcp_rto_min_ms: float | None = None, tag: str | None = None
+    topo: Topology,
+    seed: int = 0,
+    tcp_rto_min_ms: float | None = None,
+    tag: str | None = None,
+    mtu: int = 1500,
 ) -> Iterator[LiveNetwork]:
-    """Bring `topo` up; on every exit path (normal, exception, Ctrl-C, SIGTERM) tear it down."""
+    """Bring `topo` up (every interface at `mtu`); on every exit path (normal, exception,
+    Ctrl-C, SIGTERM) tear it down."""
     if os.geteuid() != 0:
         raise PermissionError("a live network needs root (network namespaces, veths, tc)")
     with _Signals() as signals:
@@ -148,7 +153,7 @@ def live_network(
             state.remove()
             raise
         try:
-            _bring_up(net, signals, tcp_rto_min_ms)
+            _bring_up(net, signals, tcp_rto_min_ms, mtu)
             signals.live()
             yield net
         finally:
@@ -163,7 +168,7 @@ def live_network(
                     signals.checkpoint()
 
 
-def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None) -> None:
+def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None, mtu: int) -> None:
     topo = net.topo
     _start_nodes(net, signals)
     pids = {n.name: net.node(n.name).pid for n in topo.nodes}
@@ -183,7 +188,7 @@ def _bring_up(net: LiveNetwork, signals: _Signals, tcp_rto_min_ms: float | None)
     if tcp_rto_min_ms and not have_rto:
         net.notes.append("kernel lacks net.ipv4.tcp_rto_min_us: rto_min set on host routes")
     netem = any(lk.delay_ms > 0 for lk in topo.links) and probe().netem
-    plans = netplan.node_plans(topo, net.seed, tcp_rto_min_ms, have_seed, have_rto, netem)
+    plans = netplan.node_plans(topo, net.seed, tcp_rto_min_ms, have_seed, have_rto, netem, mtu)
     for name, plan in plans.items():
         net.sysctls[name] = dict(plan.sysctls)
     with ThreadPoolExecutor(CONFIG_WORKERS) as pool:

@@ -6,17 +6,48 @@ Layout on the egress interface of each direction (what `testbed/bursts.py` edits
 
 The leaf becomes netem (loss/delay, same limit) only on kernels with sch_netem. Builders are
 pure, so the exact commands are unit-tested; `apply` runs them through one `tc -batch`.
+
+`as_played` turns a spec's links into what the kernel is given: each rate divided by the run's
+time dilation, each queue (packets of a 1500-byte MTU) converted to packets of the run's MTU,
+so a shallow queue holds the same bytes at any MTU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from testbed.kernel import run_batch
+from topologies import Topology
 
-# One MTU-sized quantum: a single class needs no fairness, and it keeps HTB from logging
-# "quantum of class ... is big" on every fast link.
+# A quantum of one 1500-MTU frame: a single class needs no fairness, and it keeps HTB from
+# logging "quantum of class ... is big" on every fast link. Neither it nor HTB's burst must
+# grow with the MTU: HTB lets a class's tokens go negative, so a jumbo frame larger than the
+# burst still leaves at the configured rate.
 QUANTUM = 1514
+#: The MTU a spec's `queue` is counted in, and the Ethernet header a frame adds to it.
+QUEUE_MTU = 1500
+ETH_HEADER = 14
+
+
+def queue_limit(queue: int, mtu: int) -> int:
+    """The pfifo limit, in packets of `mtu`, that holds the bytes of `queue` 1500-MTU frames:
+    round(queue x 1514 / (mtu + 14)), never below 2 packets (nor below `queue` if smaller)."""
+    frames = round(queue * (QUEUE_MTU + ETH_HEADER) / (mtu + ETH_HEADER))
+    return max(min(2, queue), frames)
+
+
+def as_played(topo: Topology, mtu: int = QUEUE_MTU, dilation: float = 1.0) -> Topology:
+    """The topology as the kernel plays it: link rates / dilation, queues in packets of `mtu`."""
+    if not dilation >= 1:
+        raise ValueError(f"dilation must be >= 1, got {dilation}")
+    if mtu == QUEUE_MTU and dilation == 1:
+        return topo
+    links = tuple(
+        dataclasses.replace(lk, mbps=lk.mbps / dilation, queue=queue_limit(lk.queue, mtu))
+        for lk in topo.links
+    )
+    return dataclasses.replace(topo, links=links)
 
 
 def _rate(mbps: float) -> str:

@@ -51,7 +51,7 @@ Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 #: Fields added after sweeps were first published: at their default they stay out of the hash,
 #: so a sweep or bench started before them still finds its finished runs.
-LATE_FIELDS = frozenset({"base_port", "drop", "checkpoint_every", "warmup_steps"})
+LATE_FIELDS = frozenset({"base_port", "drop", "checkpoint_every", "warmup_steps", "mtu"})
 #: The fields that describe the network (`testbed topo` takes these).
 TOPOLOGY_FIELDS = ("topo", "topo_file", "k", "hosts_per_edge", "leaves", "spines",
                    "hosts_per_leaf", "n", "bw", "queue")  # fmt: skip

@@ -95,6 +95,10 @@ class WorkerSpec(BaseModel):
         20.0, WORKLOAD, "allreduce workload: compute gap between rounds, ms.", ge=0, le=60_000
     )
     rounds: int = knob(100, WORKLOAD, "allreduce workload: rounds.", ge=1, le=1_000_000)
+    mtu: int = knob(
+        1500, NETWORK, "MTU of every emulated interface, bytes (the transport's datagrams fill "
+        "it; queues keep their size in bytes).", ge=1280, le=9000,
+    )  # fmt: skip
 
     transport: Transport = knob("dblp", TRANSPORT, "Gradient transport.")
     bucket_cap_mb: float = knob(25.0, TRANSPORT, "DDP bucket cap, all transports.", gt=0, le=1024)

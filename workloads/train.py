@@ -165,6 +165,7 @@ def transport_config(args: argparse.Namespace) -> Any:
 
     fields = {
         "base_port": args.base_port,
+        "mtu": args.mtu,
         "t_max_ms": args.t_max_ms,
         "optireduce_mode": args.optireduce_mode,
         "rescale": args.rescale,

@@ -58,3 +58,11 @@ def test_delay_needs_netem_and_becomes_a_netem_leaf():
         node_plans(slow)
     leaf = node_plans(slow, have_netem=True)["h1"].tc[-1]
     assert leaf[-5:] == ("netem", "limit", "50", "delay", "2ms")
+
+
+def test_every_interface_of_hosts_and_routers_gets_the_mtu():
+    plans = node_plans(fattree(4), mtu=9000)
+    for plan in (plans["h1"], plans["r_e0_0"], plans["r_c0_0"]):
+        ups = [c for c in plan.ip if c[:3] == ("ip", "link", "set") and c[3] != "lo"]
+        assert {c[3] for c in ups} == set(plan.intfs)
+        assert all(c[4:] == ("mtu", "9000", "up") for c in ups)

@@ -3,7 +3,13 @@
 import pytest
 
 from testbed.kernel import KernelError, batch_text, run_batch
-from testbed.shaping import leaf_command, rate_change_command, shape_commands
+from testbed.shaping import (
+    as_played,
+    leaf_command,
+    queue_limit,
+    rate_change_command,
+    shape_commands,
+)
 
 
 def _argv(line: str) -> list[str]:
@@ -58,3 +64,24 @@ def test_batch_text_and_failing_line_is_named():
         run_batch([["tc", "one"], ["tc", "two", "x"]], "tc", prefix=fake)
     assert ei.value.cmd.endswith("tc two x")
     assert "nope" in ei.value.stderr
+
+
+@pytest.mark.parametrize(
+    ("queue", "mtu", "limit"),
+    [(50, 1500, 50), (50, 9000, 8), (20, 9000, 3), (10, 9000, 2), (2, 9000, 2), (1, 9000, 1),
+     (50, 4000, 19), (100_000, 1280, 117_002)],
+)  # fmt: skip
+def test_queue_limit_keeps_the_bytes_of_1500_mtu_frames(queue, mtu, limit):
+    assert queue_limit(queue, mtu) == limit
+
+
+def test_as_played_divides_rates_and_converts_queues():
+    from topologies import fattree
+
+    t = fattree(4, mbps=100.0, queue=50)
+    assert as_played(t) is t
+    p = as_played(t, mtu=9000, dilation=4)
+    assert {(lk.mbps, lk.queue) for lk in p.links} == {(25.0, 8)}
+    assert [lk.name for lk in p.links] == [lk.name for lk in t.links]
+    with pytest.raises(ValueError, match="dilation"):
+        as_played(t, dilation=0.5)
