@@ -3,6 +3,8 @@
 Each command lives in `testbed/commands/<noun>.py`; this file only wires them.
 """
 
+from importlib import metadata
+
 import typer
 
 from testbed.commands import bursts, clean, doctor, report, run, sweep, topo
@@ -18,6 +20,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"testbed {metadata.version('dblp-testbed')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _app_options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Mininet testbed for distributed training over bursty datacenter networks."""
+
+
 app.add_typer(topo.app, name="topo")
 app.add_typer(bursts.app, name="bursts")
 app.command("doctor")(doctor.doctor)

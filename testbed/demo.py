@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from testbed.spec import RunSpec
-from testbed.terminal import Progress, console, rich_table
+from testbed.terminal import RunsProgress, console, rich_table
 
 TRANSPORTS = ("dblp", "optireduce", "tcp")
 
@@ -23,28 +23,28 @@ def main(out_root: Path = Path("results")) -> int:
     if os.geteuid() != 0:
         term.print("make demo needs root (network namespaces, tc): run `make demo` as root")
         return 2
-    from analysis.report import write_report
-    from testbed.experiment import plan, run_experiment
+    from analysis.report import fmt_acc, fmt_num, write_report
+    from testbed.experiment import expected_duration_s, plan, run_experiment
 
     run_dirs, failed = [], []
-    for i, transport in enumerate(TRANSPORTS, 1):
-        spec = RunSpec(burst="heavy", transport=transport, seed=0)
-        term.rule(f"[{i}/{len(TRANSPORTS)}] testbed run --burst heavy --transport {transport}")
-        progress = Progress(term)
-        try:
-            outcome = run_experiment(plan(spec), out_root=out_root, on_event=progress)
-        finally:
-            progress.close()
-        s = outcome.summary
-        term.print(
-            f"{transport}: {outcome.status} in {s.get('wall_s')} s, "
-            f"final acc {s.get('final_acc')}, p50 {s.get('p50_ms')} ms, "
-            f"p99 {s.get('p99_ms')} ms -> {outcome.run_dir}"
-        )
-        if outcome.status == "ok":
-            run_dirs.append(outcome.run_dir)
-        else:
-            failed.append(f"{transport}: {outcome.reason}")
+    with RunsProgress(term, len(TRANSPORTS), log_phases=True) as progress:
+        for i, transport in enumerate(TRANSPORTS, 1):
+            planned = plan(RunSpec(burst="heavy", transport=transport, seed=0))
+            label = f"[{i}/{len(TRANSPORTS)}] {transport}"
+            progress.say(f"{label}: testbed run --burst heavy --transport {transport}")
+            progress.start(label, expected_duration_s(planned.spec))
+            outcome = run_experiment(planned, out_root=out_root, on_event=progress.on_event)
+            took = progress.finish()
+            s = outcome.summary
+            progress.say(
+                f"{label}: {outcome.status} in {took:.0f} s, final acc "
+                f"{fmt_acc(s.get('final_acc'))}, p50 {fmt_num(s.get('p50_ms'))} ms, "
+                f"p99 {fmt_num(s.get('p99_ms'))} ms -> {outcome.run_dir}"
+            )
+            if outcome.status == "ok":
+                run_dirs.append(outcome.run_dir)
+            else:
+                failed.append(f"{transport}: {outcome.reason}")
     if run_dirs:
         report_dir = out_root / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
         report = write_report(run_dirs, report_dir)

@@ -7,14 +7,13 @@ run (each run builds the emulated network); resolving and reporting do not.
 from __future__ import annotations
 
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from testbed import sweep_plan
 from testbed.spec import RunSpec
-from testbed.terminal import console, print_table
+from testbed.terminal import RunsProgress, console, print_table
 
 if TYPE_CHECKING:
     from analysis.report import Report
@@ -37,64 +36,53 @@ def resolve_plan(plan: list[sweep_plan.PlannedRun]) -> dict[str, Plan]:
     return {p.run_id: resolve(RunSpec.model_validate(dict(p.spec))) for p in plan}
 
 
-def _progress(status, label: str):
-    """on_event callback: the current run's step count in the status line."""
-
-    def on_event(ev: dict) -> None:
-        if ev.get("event") == "step":
-            status.update(f"{label}  step {ev.get('step', 0) + 1}/{ev.get('steps_total') or '?'}")
-
-    return on_event
-
-
 def run_plan(
     plan: list[sweep_plan.PlannedRun],
     out_dir: Path,
     resolved: dict[str, Plan] | None = None,
 ) -> SweepResult:
-    """Run every planned run not already finished ok under out_dir, in plan order, with
-    progress and an ETA across runs; stops at the first interrupted run. `resolved` is
-    `resolve_plan(plan)` when the caller has it already."""
+    """Run every planned run not already finished ok under out_dir, in plan order, with a
+    progress bar (runs done / total, elapsed, ETA) on a terminal and a plain line per run;
+    stops at the first interrupted run. `resolved` is `resolve_plan(plan)` when the caller
+    has it already."""
+    from analysis.report import fmt_num
     from testbed.experiment import expected_duration_s, run_experiment
 
-    out = console(stderr=True)
     resolved = resolved if resolved is not None else resolve_plan(plan)
     decisions = [sweep_plan.decide(out_dir / p.run_id) for p in plan]
     todo = sum(d != sweep_plan.Decision.skip for d in decisions)
-    failed, durations = [], []
-    for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
-        run_dir = out_dir / p.run_id
-        label = f"[{i}/{len(plan)}] {p.variant} / {p.burst} / r{p.repeat}"
-        if d == sweep_plan.Decision.skip:
-            out.print(f"{label}: done before, skipped")
-            continue
-        if d == sweep_plan.Decision.retry:
-            aside = sweep_plan.aside_path(run_dir)
-            shutil.move(run_dir, aside)
-            out.print(f"{label}: previous attempt not ok, kept as {aside.name}")
-        left = todo - len(durations)
-        per_run = sum(durations) / len(durations) if durations else None
-        if per_run is None:
-            per_run = expected_duration_s(resolved[p.run_id].spec)
-        out.print(f"{label}: running, sweep ETA {per_run * left:.0f} s")
-        started = time.monotonic()
-        with out.status(label) as status:
+    failed: list[str] = []
+    with RunsProgress(console(stderr=True), todo) as progress:
+        for i, (p, d) in enumerate(zip(plan, decisions, strict=True), start=1):
+            run_dir = out_dir / p.run_id
+            label = f"[{i}/{len(plan)}] {p.variant} / {p.burst} / r{p.repeat}"
+            if d == sweep_plan.Decision.skip:
+                progress.say(f"{label}: done before, skipped")
+                continue
+            if d == sweep_plan.Decision.retry:
+                aside = sweep_plan.aside_path(run_dir)
+                shutil.move(run_dir, aside)
+                progress.say(f"{label}: previous attempt not ok, kept as {aside.name}")
+            progress.start(label, expected_duration_s(resolved[p.run_id].spec))
+            progress.say(f"{label}: running, sweep ETA {progress.eta_s():.0f} s")
             outcome = run_experiment(
-                resolved[p.run_id], out_dir, run_id=p.run_id, on_event=_progress(status, label)
+                resolved[p.run_id], out_dir, run_id=p.run_id, on_event=progress.on_event
             )
-        durations.append(time.monotonic() - started)
-        s = outcome.summary
-        out.print(
-            f"{label}: {outcome.status} in {durations[-1]:.0f} s"
-            + (f" ({outcome.reason})" if outcome.reason else "")
-            + f"  p50 {s.get('p50_ms')} ms, p99 in bursts {s.get('p99_in_burst_ms')} ms"
-        )
-        if outcome.status == "interrupted":
-            out.print("[yellow]interrupted: stopping (re-run the same command to resume)[/]")
-            return SweepResult(len(durations), len(plan) - todo, tuple(failed), True)
-        if outcome.status != "ok":
-            failed.append(p.run_id)
-    return SweepResult(len(durations), len(plan) - todo, tuple(failed), False)
+            took = progress.finish()
+            s = outcome.summary
+            progress.say(
+                f"{label}: {outcome.status} in {took:.0f} s"
+                + (f" ({outcome.reason})" if outcome.reason else "")
+                + f"  p50 {fmt_num(s.get('p50_ms'))} ms, "
+                f"p99 in bursts {fmt_num(s.get('p99_in_burst_ms'))} ms"
+            )
+            ran = len(progress.durations)
+            if outcome.status == "interrupted":
+                progress.say("interrupted: stopping (re-run the same command to resume)")
+                return SweepResult(ran, len(plan) - todo, tuple(failed), True)
+            if outcome.status != "ok":
+                failed.append(p.run_id)
+    return SweepResult(len(progress.durations), len(plan) - todo, tuple(failed), False)
 
 
 def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | None:

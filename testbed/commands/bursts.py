@@ -1,20 +1,23 @@
 """`testbed bursts list|show`: the burst presets as data (no root, no network needed).
 
-`show` lays the preset onto the default run's network (RunSpec's defaults: fat-tree k=4) with
-its default workers placed round-robin across pods (h1, h5, h9, h13), exactly as a default run
-would.
+`show` lays the preset onto the network the same topology options describe for `testbed run`
+and `testbed topo show` (default: fat-tree k=4), with `--workers` placed round-robin across
+pods as a run places them (default: h1, h5, h9, h13).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from testbed import presets, schedule
-from testbed.spec import RunSpec
+from testbed.commands.options import spec_options
+from testbed.commands.topo import make_topology
+from testbed.spec import TOPOLOGY_FIELDS, RunSpec
 from testbed.terminal import console
 
 app = typer.Typer(
@@ -45,6 +48,7 @@ def list_presets() -> None:
 
 
 @app.command("show")
+@spec_options(RunSpec, (*TOPOLOGY_FIELDS, "workers"))
 def show(
     preset: str = typer.Argument(..., help="A built-in preset name or a TOML file."),
     seed: int = typer.Option(
@@ -54,8 +58,9 @@ def show(
         10.0, callback=_positive_seconds, help="Seconds of schedule to generate."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    **fields: Any,
 ) -> None:
-    """The seeded events PRESET produces on the default network with the default workers."""
+    """The seeded events PRESET produces on a network (the options of `testbed run`)."""
     try:
         p = presets.load(preset)
     except ValueError as e:
@@ -66,13 +71,12 @@ def show(
     except ValueError as e:
         typer.echo(f"error: --duration: {e}", err=True)
         raise typer.Exit(2) from e
+    topo, spec = make_topology(**fields)
     try:
-        default = RunSpec()
-        topo = default.topology()
-        workers = schedule.place_workers(topo, default.workers)
+        workers = schedule.place_workers(topo, spec.workers)
         events = schedule.generate(p, topo, workers, duration, seed)
     except ValueError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {p.name} on {topo.name}: {e}", err=True)
         raise typer.Exit(2) from e
     if as_json:
         body = {"preset": p.name, "hash": p.hash, "events": [e.to_dict() for e in events]}
@@ -93,5 +97,10 @@ def show(
             json.dumps(params),
         )
     term = console()
-    term.print(f"preset {p.name} (hash {p.hash}), seed {seed}, workers {', '.join(workers)}")
+    term.print(
+        f"preset {p.name} (hash {p.hash}) on {topo.name}, seed {seed}, "
+        f"workers {', '.join(workers)}",
+        markup=False,
+        highlight=False,
+    )
     term.print(table)
