@@ -16,10 +16,8 @@ import queue
 import signal
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from analysis import fidelity, schema
@@ -96,16 +94,6 @@ def plan(spec: RunSpec) -> Plan:
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
     return Plan(spec, topo, preset, hosts, tuple(events))
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("dblp-testbed", "torch", "mininet", "numpy", "pandas", "pyroute2"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 def _git() -> tuple[str, bool]:
@@ -268,7 +256,7 @@ def _run_signalled(
         seed=spec.seed,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
-        versions=_versions(),
+        versions=results.versions(),
         git_commit=commit,
         git_dirty=dirty,
         kernel=platform.release(),
@@ -441,23 +429,8 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
                 raise RunFailed(f"no progress from the workers for {spec.timeout_s:.0f} s")
     finally:
         group.stop()
-        info.socket_buffers = {}
-        rejections: Counter[str] = Counter()
-        cpu_ms = sent = 0.0
-        for rank, meta in results.rank_meta(run_dir).items():
-            cpu_ms += (meta.get("transport_params") or {}).get("engine_cpu_ms") or 0.0
-            sent += (meta.get("transport_params") or {}).get("sent_bytes") or 0
-            for key, value in (meta.get("transport_params") or {}).items():
-                if key in ("rcvbuf_bytes", "sndbuf_bytes") and value is not None:
-                    info.socket_buffers[f"rank{rank}.{key}"] = int(value)
-            rejections.update((meta.get("transport_params") or {}).get("suspect") or {})
-            if rank == 0:
-                info.transport_params = {
-                    **(meta.get("transport_params") or {}),
-                    "phase": meta.get("phase_config") or {},
-                }
-        info.rejections = dict(rejections)
-        info.cpu_ms_per_mib = cpu_ms / (sent / 2**20) if sent else None
+        for name, value in results.transport_fields(run_dir).items():
+            setattr(info, name, value)
 
 
 def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:

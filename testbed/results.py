@@ -1,4 +1,5 @@
-"""The run folder: creating it, merging the ranks' JSON-lines rows into Parquet, `results/last`.
+"""The run folder: creating it, merging the ranks' JSON-lines rows into Parquet, `results/last`,
+and the parts of run.json read from this machine (versions) or from the ranks' meta.json.
 
 Workers append one JSON object per line and flush per step, so a killed run still has
 every row it finished; merging validates each table against `analysis.schema` once.
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
+from collections import Counter
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from analysis import schema
 
@@ -74,3 +79,40 @@ def rank_meta(run_dir: Path) -> dict[int, dict]:
             except (ValueError, json.JSONDecodeError):
                 continue
     return metas
+
+
+def versions() -> dict[str, str]:
+    """Python's and the run's packages' versions on this machine (run.json `versions`)."""
+    out = {"python": platform.python_version()}
+    for pkg in ("dblp-testbed", "torch", "mininet", "numpy", "pandas", "pyroute2"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def transport_fields(run_dir: Path) -> dict[str, Any]:
+    """run.json's fields from the ranks' meta.json: each rank's socket buffers, rank 0's
+    transport parameters (with its phase config), the datagrams the transport rejected
+    summed over ranks, and the UDP transport loops' CPU per MiB sent."""
+    socket_buffers: dict[str, int] = {}
+    transport_params: dict[str, Any] = {}
+    rejections: Counter[str] = Counter()
+    cpu_ms = sent = 0.0
+    for rank, meta in rank_meta(run_dir).items():
+        params = meta.get("transport_params") or {}
+        cpu_ms += params.get("engine_cpu_ms") or 0.0
+        sent += params.get("sent_bytes") or 0
+        for key in ("rcvbuf_bytes", "sndbuf_bytes"):
+            if params.get(key) is not None:
+                socket_buffers[f"rank{rank}.{key}"] = int(params[key])
+        rejections.update(params.get("suspect") or {})
+        if rank == 0:
+            transport_params = {**params, "phase": meta.get("phase_config") or {}}
+    return {
+        "socket_buffers": socket_buffers,
+        "transport_params": transport_params,
+        "rejections": dict(rejections),
+        "cpu_ms_per_mib": cpu_ms / (sent / 2**20) if sent else None,
+    }
