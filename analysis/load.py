@@ -93,6 +93,7 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "reason": info.reason,
         "unfaithful": not info.faithful,
         "oversubscribed": info.oversubscribed,
+        "dilation": info.dilation,
         "warnings": "; ".join(info.warnings),
         "rejections": {k: int(v) for k, v in info.rejections.items() if v},
         "rejected": int(sum(info.rejections.values())),

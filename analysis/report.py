@@ -76,6 +76,11 @@ def fmt_ratio(x: object) -> str:
     return "–" if _nan(x) else f"{float(x):.2f}×"
 
 
+def fmt_factor(x: object) -> str:
+    """A factor as given: 1, 2.5, 8."""
+    return "–" if _nan(x) else f"{float(x):g}"
+
+
 def fmt_acc(x: object) -> str:
     return "–" if _nan(x) else f"{float(x):.3f}"
 
@@ -243,6 +248,7 @@ VALIDITY_VIEW = (
     Col("repeat", "repeat", fmt_count),
     Col("status", "status"),
     Col("unfaithful", "unfaithful", fmt_text),
+    Col("dilation", "dilation D", fmt_factor),
     Col("oversubscribed", "oversubscribed", fmt_text),
     Col("cpu_wait_share", "CPU wait / round, median (%)", fmt_pct),
     Col("rejected", "rejected datagrams", fmt_count),
@@ -361,6 +367,23 @@ def run_warnings(runs: Runs) -> list[str]:
             + "; ".join(mixed)
         )
     return out
+
+
+def dilation_line(runs: Runs) -> str:
+    """What time dilation the runs ran at, said beside the tables (their times are emulated)."""
+    d = runs.runs["dilation"]
+    if d.empty:
+        return ""
+    lo, hi = float(d.min()), float(d.max())
+    if hi == 1:
+        return "Time dilation: none (D = 1 in every run)."
+    each = f"D = {fmt_factor(lo)}"
+    if hi != lo:
+        each += f"–{fmt_factor(hi)} (per run under [Validity](#validity))"
+    return (
+        f"Time dilation: {each}: the emulated network ran D× slower; every time in these "
+        "tables is emulated (undilated)."
+    )
 
 
 def _validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -498,7 +521,7 @@ def write_report(
         lines += ["> **Validity — read before the numbers**", ">"]
         lines += [f"> - {w}" for w in warnings]
         lines += [">", "> Details per run: [Validity](#validity).", ""]
-    lines += [f"## Headline: {title}", "", markdown(head)]
+    lines += [f"## Headline: {title}", "", dilation_line(runs), "", markdown(head)]
     if n_ok == 0:
         lines += [
             "_No run finished with status ok, so nothing is aggregated: each run's partial "

@@ -257,7 +257,9 @@ class RunInfo(BaseModel):
     fidelity: dict[str, Any] = Field(default_factory=dict)
     cpu_ms_per_mib: float | None = None  # UDP transport loops' CPU per MiB sent, all ranks
     oversubscribed: bool = False
+    # Time dilation D (testbed/dilation.py): the tables hold emulated times; how D was chosen
     dilation: float = 1.0
+    dilation_reason: str = ""
     cpu_pressure: dict[str, float] = Field(default_factory=dict)
     idle_link_mbps: float | None = None  # iperf3 rank 0 -> rank 1 before the run, no bursts
     tcp_counters: dict[str, dict[str, int]] = Field(default_factory=dict)

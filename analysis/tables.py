@@ -387,10 +387,11 @@ def loss_table(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> p
 
 
 def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: status, whether it was aggregated, reason, the fidelity verdict,
-    oversubscribed, rejected datagrams (total and by reason), CPU-wait share, warnings."""
+    """One row per run: status, whether it was aggregated, reason, the fidelity verdict, the
+    time dilation it ran at, oversubscribed, rejected datagrams (total and by reason), CPU-wait
+    share, warnings."""
     cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "unfaithful"]
-    v = runs.runs[[*cols, "oversubscribed", "rejected", "warnings"]].copy()
+    v = runs.runs[[*cols, "dilation", "oversubscribed", "rejected", "warnings"]].copy()
     v.insert(v.columns.get_loc("status") + 1, "aggregated", v["status"] == "ok")
     v.insert(
         v.columns.get_loc("rejected") + 1,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from analysis import fidelity, schema
 from testbed import results, validity
+from testbed.dilation import CALIBRATION_DIR, calibrate, undilate_run
 from testbed.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
 from testbed.signals import Handlers
 from testbed.spec import RunSpec, SpecError
@@ -57,20 +58,29 @@ class Plan:
     topo: object
     preset: object
     worker_hosts: tuple[str, ...]
-    events: tuple = ()  # the burst schedule, seconds after t0
+    events: tuple = ()  # the burst schedule, seconds after t0 (emulated)
+    dilation: float | None = 1.0  # None: `auto`, calibrated when the run starts
+    dilation_reason: str = "given"
 
 
 #: The burst schedule covers this many times the run's expected length.
 SCHEDULE_COVERAGE = 3
 
 
-def plan(spec: RunSpec) -> Plan:
+def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "given") -> Plan:
     """Resolve topology, preset, placement and the burst schedule; raise SpecError naming the
-    field. No side effects: whatever a bad spec would break, it breaks here."""
+    field. No side effects: whatever a bad spec would break, it breaks here.
+
+    The topology is the one played (`shaping.as_played`: rates / D, queues at the MTU), so
+    incast rates follow it; event times stay emulated (the scheduler stretches them). With
+    `dilation` None the spec's is used; `auto` plans at D = 1 and leaves D to the calibration.
+    """
     from testbed import presets, schedule
     from testbed.shaping import as_played
 
-    topo = as_played(spec.topology(), spec.mtu)
+    if dilation is None and spec.dilation != "auto":
+        dilation = spec.dilation
+    topo = as_played(spec.topology(), spec.mtu, dilation or 1.0)
     try:
         preset = presets.load(spec.burst)
     except (ValueError, KeyError, OSError) as e:
@@ -93,7 +103,7 @@ def plan(spec: RunSpec) -> Plan:
         events = schedule.generate(preset, topo, list(hosts), span_s, spec.seed)
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
-    return Plan(spec, topo, preset, hosts, tuple(events))
+    return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason)
 
 
 def _git() -> tuple[str, bool]:
@@ -295,6 +305,16 @@ class RunFailed(RuntimeError):
     """A worker died, hung, or the network could not carry the run."""
 
 
+def _calibration_run(spec: RunSpec, out_dir: Path) -> tuple[str, Path | None, str]:
+    """One calibration run of `--dilation auto`, a whole run in `out_dir`; a signal that
+    interrupted it interrupts the run that asked for it."""
+    outcome = run_experiment(plan(spec), out_root=out_dir)
+    if outcome.status == "interrupted":
+        name = outcome.reason.removeprefix("received ").split(" ")[0]
+        raise Interrupted(getattr(signal.Signals, name, signal.SIGINT))
+    return outcome.status, outcome.run_dir, outcome.reason
+
+
 def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict], None]) -> None:
     from testbed import capabilities
     from testbed.network import live_network
@@ -305,9 +325,15 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
     info.capabilities = caps.to_dict()
     backend, why = capabilities.choose_impairment(spec.impair, caps)
     info.impairment_backend, info.impairment_reason = backend, why
+    if p.dilation is None:
+        emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto)"})
+        d, reason = calibrate(spec, run_dir / CALIBRATION_DIR, _calibration_run)
+        p = plan(spec, d, reason)
+    d = p.dilation
+    info.dilation, info.dilation_reason = d, p.dilation_reason
     emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})
     with live_network(
-        p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms, mtu=spec.mtu
+        p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms * d, mtu=spec.mtu
     ) as net:
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
         _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
@@ -315,8 +341,8 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
         if spec.workload in WORKER_WORKLOADS and spec.transport != "tcp":
             info.flow_paths = _flow_paths(net, p.worker_hosts, spec.base_port)
         if len(p.worker_hosts) >= 2:
-            _check_idle_link(net, p.worker_hosts, spec.bw, info)
-        sched = BurstScheduler(net, list(p.events), backend, info.run_id)
+            _check_idle_link(net, p.worker_hosts, spec.bw, info, d)
+        sched = BurstScheduler(net, list(p.events), backend, info.run_id, time_scale=d)
         sched.prepare()
         hosts = p.worker_hosts
         before = {h: _tcp_counters(net, h) for h in hosts}
@@ -361,12 +387,15 @@ def _flow_paths(net, hosts: tuple[str, ...], base_port: int) -> list[dict]:
     return flowpaths.trace(net, flowpaths.udp_flows(hosts, base_port, per_peer))
 
 
-def _check_idle_link(net, hosts: tuple[str, ...], bw: float, info: schema.RunInfo) -> None:
-    """One second of iperf3 between two workers before any burst: a starved emulator shows
-    here as a calm link that cannot carry its configured rate."""
+def _check_idle_link(
+    net, hosts: tuple[str, ...], bw: float, info: schema.RunInfo, dilation: float = 1.0
+) -> None:
+    """One (emulated) second of iperf3 between two workers before any burst: a starved emulator
+    shows here as a calm link that cannot carry its configured rate (emulated Mbit/s)."""
     from testbed import netcheck
 
-    info.idle_link_mbps = round(netcheck.iperf3(net, hosts[0], hosts[1], seconds=1.0), 2)
+    played = netcheck.iperf3(net, hosts[0], hosts[1], seconds=dilation)
+    info.idle_link_mbps = round(played * dilation, 2)
     if info.idle_link_mbps < IDLE_LINK_FRACTION * bw:
         info.warnings.append(
             f"link under-delivering when idle: {hosts[0]}->{hosts[1]} carried "
@@ -387,7 +416,8 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
     spec = p.spec
     placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
     env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
-    spec_file = write_worker_spec(spec, run_dir)
+    spec_file = write_worker_spec(spec, run_dir, p.dilation)
+    timeout_s = spec.timeout_s * p.dilation
     procs = []
     for rank, host in enumerate(placement.hosts):
         argv = worker_argv(spec_file, placement, rank, run_dir, info.run_id)
@@ -425,8 +455,8 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
                 raise RunFailed(f"worker rank {rank} exited with code {code}:\n{group.tail(rank)}")
             if group.all_done():
                 break
-            if time.monotonic() - last_progress > spec.timeout_s:
-                raise RunFailed(f"no progress from the workers for {spec.timeout_s:.0f} s")
+            if time.monotonic() - last_progress > timeout_s:
+                raise RunFailed(f"no progress from the workers for {timeout_s:.0f} s")
     finally:
         group.stop()
         for name, value in results.transport_fields(run_dir).items():
@@ -443,8 +473,9 @@ def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -
     what = f"{spec.workload} probe {src} -> {dst} for {spec.duration_s}s"
     emit({"event": "phase", "what": what})
     rows = probes.run_probe(
-        net, sched, spec.workload, src, dst, spec.duration_s, run_id=info.run_id, run_dir=run_dir
-    )
+        net, sched, spec.workload, src, dst, spec.duration_s, run_id=info.run_id, run_dir=run_dir,
+        time_scale=p.dilation,
+    )  # fmt: skip
     info.t0_s = getattr(sched, "t0", None)
     schema.write_table(run_dir, "probes", rows)
 
@@ -472,6 +503,8 @@ def _finish(
 
 def _merge(info: schema.RunInfo, run_dir: Path) -> None:
     results.merge_rank_tables(run_dir)
+    t0 = info.t0_s if info.t0_s is not None else info.monotonic_anchor_s
+    undilate_run(run_dir, info.dilation, t0)
     rounds = schema.read_table(run_dir, "rounds")
     verdict = fidelity.judge(rounds, schema.read_table(run_dir, "bursts"), info)
     info.faithful, info.fidelity = verdict.faithful, verdict.as_dict()
@@ -494,6 +527,7 @@ def _summary(info: schema.RunInfo, run_dir: Path) -> dict:
         wall_s=round(info.wall_s or 0.0, 2),
         warnings=list(info.warnings),
         faithful=info.faithful,
+        fidelity=info.fidelity,
         dilation=info.dilation,
         cpu_ms_per_mib=info.cpu_ms_per_mib,
     )

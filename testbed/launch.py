@@ -33,10 +33,11 @@ class Placement:
     addrs: tuple[str, ...]
 
 
-def write_worker_spec(spec: RunSpec, run_dir: Path) -> Path:
-    """The validated worker part of the spec, pacing resolved, as JSON in the run folder."""
+def write_worker_spec(spec: RunSpec, run_dir: Path, dilation: float | None = None) -> Path:
+    """The validated worker part of the spec, pacing and dilation resolved, as JSON in the run
+    folder."""
     path = Path(run_dir) / WORKER_SPEC
-    path.write_text(spec.worker_spec().model_dump_json(indent=2) + "\n")
+    path.write_text(spec.worker_spec(dilation).model_dump_json(indent=2) + "\n")
     return path
 
 

@@ -271,15 +271,20 @@ def run_probe(
     mbps: float = 50.0,
     ping_interval_s: float = 0.01,
     run_dir: Path | None = None,
+    time_scale: float = 1.0,
 ) -> list[dict[str, Any]]:
     """Probe src -> dst for duration_s with the scheduler started at the probe's start.
 
     kind "iperf3" (protocol udp at `mbps`, or tcp) or "ping" (every ping_interval_s); returns
     `probes` rows, one per bin_s bin (iperf3's interval, >= 0.1 s). With `run_dir`, iperf3's
     raw `-J` report is kept there (`iperf3_json_path`), also when the client failed.
+    Times and the rate are emulated: under time dilation (`time_scale` D) the probe runs D x
+    longer in D x longer bins at rate / D (testbed/dilation.py maps its rows back).
     """
     if kind not in ("iperf3", "ping"):
         raise ValueError(f"probe kind {kind!r}: use iperf3 or ping")
+    duration_s, bin_s = duration_s * time_scale, bin_s * time_scale
+    ping_interval_s, mbps = ping_interval_s * time_scale, mbps / time_scale
     ip = net.topo.host_ip(dst)
     if kind == "ping":
         return _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, ping_interval_s)

@@ -2,7 +2,9 @@
 
 `prepare()` (before the run) starts one shell per namespace involved, installs every rule at
 zero effect and starts the incast senders; `start(t0)` plays the schedule's set-point changes
-(schedule.timeline) at t0 + t with absolute-deadline sleeps, all namespaces of one instant in
+(schedule.timeline) at t0 + D t (D the run's time dilation, 1 unless dilated; the rows' times
+are then dilated too, and the run's merge maps them back) with absolute-deadline sleeps, all
+namespaces of one instant in
 parallel; `stop()` ends playback, reverts whatever is active, removes every rule and sender,
 and returns one `bursts` row per event that was due. Cleanup is registered with
 `net.on_teardown`, so it also runs on exceptions, Ctrl-C and SIGTERM.
@@ -34,12 +36,15 @@ SPIN_S = 0.0005
 
 
 class BurstScheduler:
-    def __init__(self, net, events: list[Event], backend: str, run_id: str) -> None:
+    def __init__(
+        self, net, events: list[Event], backend: str, run_id: str, time_scale: float = 1.0
+    ) -> None:
         if backend not in LOSS_BACKENDS:
             raise ValueError(f"impairment backend {backend!r}: use {', '.join(LOSS_BACKENDS)}")
         self.net, self.events, self.backend, self.run_id = net, list(events), backend, run_id
         self.changes: list[Change] = timeline(self.events)
         self.t0: float | None = None
+        self.time_scale = time_scale
         self._shells: dict[str, ShellApplier] = {}
         self._mechs: dict[str, Impairment] = {}
         self._prepared: list[Impairment] = []
@@ -112,6 +117,11 @@ class BurstScheduler:
         self._thread = threading.Thread(target=self._play, name="burst scheduler", daemon=True)
         self._thread.start()
 
+    def _at(self, t_s: float) -> float:
+        """The monotonic time of schedule time `t_s` (seconds after t0, emulated)."""
+        assert self.t0 is not None
+        return self.t0 + t_s * self.time_scale
+
     def _sleep_until(self, deadline: float) -> bool:
         """False if stopped before the deadline."""
         while True:
@@ -128,7 +138,7 @@ class BurstScheduler:
         make_realtime()
         try:
             for t, group in groupby(self.changes, key=lambda c: c.t_s):
-                if not self._sleep_until(self.t0 + t):
+                if not self._sleep_until(self._at(t)):
                     return
                 self._apply_group(list(group))
         except BaseException as e:  # noqa: BLE001 - reported by stop(), never lost in a thread
@@ -203,8 +213,9 @@ class BurstScheduler:
         if not self._active or self.t0 is None:
             return
         now = time.monotonic()
+        t_s = (now - self.t0) / self.time_scale  # in schedule (emulated) time
         cut = [
-            Change(now - self.t0, d, k, None, None, (), tuple(self._open_events(d, k)))
+            Change(t_s, d, k, None, None, (), tuple(self._open_events(d, k)))
             for (d, k) in list(self._active)
         ]
         self._apply_group(cut)
@@ -245,7 +256,7 @@ class BurstScheduler:
         t_stop = time.monotonic() if t_stop is None else t_stop
         out = []
         for e in self.events:
-            if self.t0 + e.planned_start_s > t_stop:
+            if self._at(e.planned_start_s) > t_stop:
                 continue
             key = (e.event_id, e.direction)
             out.append(
@@ -256,8 +267,8 @@ class BurstScheduler:
                     "direction": str(e.direction),
                     "kind": e.kind,
                     "magnitude": float(e.magnitude),
-                    "planned_start_s": self.t0 + e.planned_start_s,
-                    "planned_end_s": self.t0 + e.planned_end_s,
+                    "planned_start_s": self._at(e.planned_start_s),
+                    "planned_end_s": self._at(e.planned_end_s),
                     "applied_start_s": self._applied_start.get(key, math.nan),
                     "applied_end_s": self._applied_end.get(key, math.nan),
                     "drops": int(self._drops.get(key, 0)),

@@ -16,9 +16,9 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from testbed.impairments import LOSS_BACKENDS
 from workloads.spec import (
@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 Topo = Literal["fattree", "leafspine", "dumbbell", "star"]
+#: A dilation factor, or auto (chosen by a calibration before the run).
+Dilation = Annotated[float, Field(ge=1, le=1000)] | Literal["auto"]
 #: auto, or a loss mechanism of the impairment registry.
 Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 
@@ -51,7 +53,9 @@ Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 #: Fields added after sweeps were first published: at their default they stay out of the hash,
 #: so a sweep or bench started before them still finds its finished runs.
-LATE_FIELDS = frozenset({"base_port", "drop", "checkpoint_every", "warmup_steps", "mtu"})
+LATE_FIELDS = frozenset(
+    {"base_port", "drop", "checkpoint_every", "warmup_steps", "mtu", "dilation"}
+)
 #: The fields that describe the network (`testbed topo` takes these).
 TOPOLOGY_FIELDS = ("topo", "topo_file", "k", "hosts_per_edge", "leaves", "spines",
                    "hosts_per_leaf", "n", "bw", "queue")  # fmt: skip
@@ -80,6 +84,11 @@ class RunSpec(WorkerSpec):
     bw: float = knob(100.0, NETWORK, "Link rate, Mbit/s.", gt=0, le=10_000)
     queue: int = knob(50, NETWORK, "Egress queue limit, packets (shallow).", ge=2, le=100_000)
     tcp_rto_min_ms: float = knob(200.0, NETWORK, "tcp_rto_min in every host, ms.", ge=1, le=10_000)
+    dilation: Dilation = knob(
+        1.0, NETWORK, "Time dilation D (DieCast): link rates / D, every duration and the "
+        "compute x D, tables in emulated time; auto: the smallest D at which a short "
+        "calibration is faithful here. Range: 1..1,000 or auto.",
+    )  # fmt: skip
 
     burst: str = knob(
         "none", BURSTS, "Preset (`testbed bursts list`) or a TOML file.", min_length=1,
@@ -179,10 +188,15 @@ class RunSpec(WorkerSpec):
         """UDP pacing per rank, Mbit/s: pace_mbps, or 0.95 x the link rate."""
         return self.pace_mbps if self.pace_mbps is not None else 0.95 * self.bw
 
-    def worker_spec(self) -> WorkerSpec:
-        """What each worker is handed: its fields of this spec, the pacing rate resolved."""
+    def worker_spec(self, dilation: float | None = None) -> WorkerSpec:
+        """What each worker is handed: its fields of this spec, the pacing rate (emulated: the
+        worker divides it by D) and the dilation resolved (`auto` is decided by a calibration
+        before any worker starts: pass its D)."""
+        d = self.dilation if dilation is None else dilation
+        if d == "auto":
+            raise ValueError("dilation: auto must be resolved (calibrated) before workers start")
         data = self.model_dump(include=set(WorkerSpec.model_fields))
-        return WorkerSpec.model_validate(data | {"pace_mbps": self.pace})
+        return WorkerSpec.model_validate(data | {"pace_mbps": self.pace, "dilation": d})
 
 
 def hash_of(data: dict[str, Any]) -> str:

@@ -99,6 +99,11 @@ class WorkerSpec(BaseModel):
         1500, NETWORK, "MTU of every emulated interface, bytes (the transport's datagrams fill "
         "it; queues keep their size in bytes).", ge=1280, le=9000,
     )  # fmt: skip
+    dilation: float = knob(
+        1.0, NETWORK, "Time dilation D (DieCast): the network runs D x slower; the worker "
+        "divides its pacing by D and stretches its compute, interval, t_max and timeouts by D.",
+        ge=1, le=1000,
+    )  # fmt: skip
 
     transport: Transport = knob("dblp", TRANSPORT, "Gradient transport.")
     bucket_cap_mb: float = knob(25.0, TRANSPORT, "DDP bucket cap, all transports.", gt=0, le=1024)
@@ -153,7 +158,8 @@ def first_error(err: ValidationError) -> SpecError:
     """The first of pydantic's errors as a SpecError naming its field."""
     e = err.errors()[0]
     if e["loc"]:
-        return SpecError(".".join(str(p) for p in e["loc"]), e["msg"])
+        # the field, not the union member that failed (`dilation.constrained-float`)
+        return SpecError(str(e["loc"][0]), e["msg"])
     # a cross-field rule: its message starts with the field it blames ("k: ...")
     field, _, msg = e["msg"].removeprefix("Value error, ").partition(": ")
     return SpecError(field, msg)
@@ -206,7 +212,9 @@ def flags(model: type[BaseModel], names: Iterable[str] | None = None) -> list[Fl
         info = fields[name]
         ann = info.annotation
         if get_origin(ann) in (Union, types.UnionType):
-            ann = next(a for a in get_args(ann) if a is not type(None))
+            given = [a for a in get_args(ann) if a is not type(None)]
+            # a number or a word (`--dilation 4|auto`): pydantic parses the text
+            ann = given[0] if len(given) == 1 else str
         choices = tuple(get_args(ann)) if get_origin(ann) is Literal else None
         extra = info.json_schema_extra or {}
         bounds = _bounds(info.metadata)

@@ -142,7 +142,7 @@ def ifname_of(addr: str) -> str | None:
     return None
 
 
-def init_group(ident: Identity) -> None:
+def init_group(ident: Identity, dilation: float = 1.0) -> None:
     if "GLOO_SOCKET_IFNAME" not in os.environ:
         name = ifname_of(ident.addr)
         if name is not None:
@@ -154,28 +154,44 @@ def init_group(ident: Identity) -> None:
         init_method=init,
         rank=ident.rank,
         world_size=ident.world,
-        timeout=timedelta(seconds=GLOO_TIMEOUT_S),
+        timeout=timedelta(seconds=GLOO_TIMEOUT_S * dilation),
     )
 
 
 def transport_config(args: argparse.Namespace) -> Any:
+    """The spec's transport settings as played under its dilation D: pacing / D, t_max x D,
+    the transport's own time constants x D (`time_scale`)."""
     if args.transport == "tcp":
         return None
     from workloads.transport.config import TransportConfig
 
+    d = args.dilation
     fields = {
         "base_port": args.base_port,
         "mtu": args.mtu,
-        "t_max_ms": args.t_max_ms,
+        "t_max_ms": None if args.t_max_ms is None else args.t_max_ms * d,
         "optireduce_mode": args.optireduce_mode,
         "rescale": args.rescale,
         "seed": args.seed,
+        "time_scale": d,
     }
-    if args.pace_mbps is not None:  # else the transport's own default rate
-        fields["rate_mbps"] = args.pace_mbps
+    # without a pace, the transport's own default rate (dilated too)
+    pace = args.pace_mbps if args.pace_mbps is not None else TransportConfig.rate_mbps
+    if args.pace_mbps is not None or d != 1:
+        fields["rate_mbps"] = pace / d
     if args.drop:
         fields["drop"] = args.drop
     return TransportConfig(**fields)
+
+
+def stretch_compute(step_ms: float, comm_ms: float, dilation: float) -> float:
+    """Under time dilation D the network is D x slower, so the compute must be too, or the
+    compute/communication ratio is not the emulated one: sleep (D - 1) x the step's compute
+    (its time minus its communication). Returns the ms slept."""
+    extra_ms = (dilation - 1) * max(0.0, step_ms - comm_ms)
+    if extra_ms > 0:
+        time.sleep(extra_ms / 1e3)
+    return extra_ms
 
 
 def lr_milestones(total_steps: int, every: int) -> tuple[int, ...]:
@@ -333,11 +349,12 @@ def run_train(args: argparse.Namespace, ident: Identity, rec: RankRecorder) -> N
                 loss.backward()
                 opt.step()
                 t1 = time.monotonic()
-                phase.after_step(ddp.parameters())
                 rows = state.drain_rows()
-                rec.write_rounds(rows)
                 comm = busy_ms(rows, t0, t1)
                 step_ms = (t1 - t0) * 1e3
+                step_ms += stretch_compute(step_ms, comm, args.dilation)
+                phase.after_step(ddp.parameters())
+                rec.write_rounds(rows)
                 rec.write_step(
                     {
                         "rank": ident.rank,
@@ -420,9 +437,7 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
     """Rounds of one bucket at a fixed compute gap, no model: isolates communication."""
     n = int(args.size_mib * 2**20 / 4)
     eps = _phase_config(args).off_epsilon
-    state = make_state(
-        args.transport, transport_config(args), addr=ident.addr, calibrate_elems=n
-    )
+    state = make_state(args.transport, transport_config(args), addr=ident.addr, calibrate_elems=n)
     hook = hook_for(args.transport)
     src = torch.from_numpy(
         np.random.default_rng((args.seed, ident.rank)).standard_normal(n).astype(np.float32)
@@ -432,8 +447,9 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
     rec.write_meta(meta)
     lead = ident.rank == 0
     try:
+        interval_ms = args.interval_ms * args.dilation
         for r in range(args.rounds):
-            time.sleep(args.interval_ms / 1e3)
+            time.sleep(interval_ms / 1e3)
             buf.copy_(src)
             state.set_context(r, "stable", eps, 0)
             t0 = time.monotonic()
@@ -450,9 +466,9 @@ def run_allreduce(args: argparse.Namespace, ident: Identity, rec: RankRecorder) 
                     "step": r,
                     "epoch": 0,
                     "t_start_s": t0,
-                    "compute_ms": args.interval_ms,
+                    "compute_ms": interval_ms,
                     "comm_ms": comm,
-                    "step_ms": (t1 - t0) * 1e3 + args.interval_ms,
+                    "step_ms": (t1 - t0) * 1e3 + interval_ms,
                     "train_loss": float("nan"),
                     "lr": 0.0,
                 }
@@ -481,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
     ident = resolve_identity(args)
-    init_group(ident)
+    init_group(ident, args.dilation)
     rec = RankRecorder(args.out, ident.rank, args.run_id)
     ok = False
     try:

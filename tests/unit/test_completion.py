@@ -42,6 +42,9 @@ def test_idle_gap_is_max_of_2ms_and_4_packet_times():
     assert idle_gap_s(100, 1500) == pytest.approx(0.002)  # 4 packets = 0.48 ms < 2 ms
     assert idle_gap_s(10, 1500) == pytest.approx(4 * 1514 * 8 / 10e6)  # 4.8 ms
     assert idle_gap_s(1000, 9000) == pytest.approx(0.002)
+    # dilated 4x: the rate is / 4 and the floor x 4, so the gap is 4x the undilated one
+    assert idle_gap_s(25, 1500, time_scale=4) == pytest.approx(4 * idle_gap_s(100, 1500))
+    assert idle_gap_s(2.5, 1500, time_scale=4) == pytest.approx(4 * idle_gap_s(10, 1500))
 
 
 def test_idle_needs_one_gap_after_every_last_and_more_before():

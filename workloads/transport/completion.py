@@ -50,9 +50,11 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return epsilon
 
 
-def idle_gap_s(rate_mbps: float, mtu: int) -> float:
-    """max(2 ms, 4 packet times at the rank's pacing rate), a packet being an L2 frame."""
-    return max(IDLE_GAP_MIN_S, IDLE_GAP_PACKETS * (mtu + 14) * 8 / (rate_mbps * 1e6))
+def idle_gap_s(rate_mbps: float, mtu: int, time_scale: float = 1.0) -> float:
+    """max(2 ms, 4 packet times at the rank's pacing rate), a packet being an L2 frame; under
+    time dilation (`time_scale` D, the rate already / D) the 2 ms floor is D x 2 ms too."""
+    floor = IDLE_GAP_MIN_S * time_scale
+    return max(floor, IDLE_GAP_PACKETS * (mtu + 14) * 8 / (rate_mbps * 1e6))
 
 
 @dataclass(slots=True)

@@ -15,7 +15,9 @@ class TransportConfig:
     rate_mbps is each rank's total pacing rate in Mbit/s (L2 bytes on the wire); each
     sender->receiver pair gets rate/(N-1), repairs included. t_max_ms=None means "4 x the
     calibrated burst-free p50" (see TransposeAllReduce.calibrate). drop is a seeded loss
-    injected at the receiving socket, for tests and the loopback benchmark only.
+    injected at the receiving socket, for tests and the loopback benchmark only. time_scale is
+    the run's time dilation D (testbed/dilation.py): the caller gives rate and t_max already
+    scaled; the transport scales its own fixed time constants (the idle detector's floor).
     """
 
     rate_mbps: float = 100.0
@@ -28,6 +30,7 @@ class TransportConfig:
     sock_buf_bytes: int = 32 * MIB
     drop: float = 0.0
     seed: int = 0
+    time_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.rate_mbps > 0:
@@ -46,6 +49,8 @@ class TransportConfig:
             raise ValueError(f"sock_buf_bytes must be >= 65536, got {self.sock_buf_bytes}")
         if not 0.0 <= self.drop < 1.0:
             raise ValueError(f"drop must be in [0, 1), got {self.drop}")
+        if not self.time_scale >= 1.0:
+            raise ValueError(f"time_scale must be >= 1, got {self.time_scale}")
 
     def last_port(self, world: int) -> int:
         """Highest UDP port a job of `world` ranks binds (base + rank*k + i)."""

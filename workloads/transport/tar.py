@@ -67,7 +67,7 @@ class TransposeAllReduce:
         self._reliable = Reliable()
         self.p50_ms: float | None = None
         self.t_max_ms: float | None = cfg.t_max_ms
-        self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu)
+        self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu, cfg.time_scale)
         self.endpoint: Endpoint | None = None
         self.engine: Engine | None = None
         self._round = 0

@@ -1,0 +1,166 @@
+"""Time dilation without root: the tables' mapping back to emulated time, the scheduler's
+stretched playback, the worker's scaled transport, and how `auto` chooses D."""
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+import pytest
+
+from analysis import schema
+from testbed import dilation
+from testbed.launch import write_worker_spec
+from testbed.schedule import Event
+from testbed.scheduler import BurstScheduler
+from testbed.spec import RunSpec, SpecError, build_spec
+from topologies.model import Direction
+from workloads import train
+
+#: Float columns that carry no time or rate: nothing to scale.
+UNITLESS = {"delivered_loss", "epsilon", "train_loss", "lr", "test_acc", "test_loss",
+            "replica_drift", "magnitude", "loss"}  # fmt: skip
+
+
+def test_every_float_column_has_a_unit_or_none_on_purpose():
+    for table, cols in schema.TABLES.items():
+        for c in cols:
+            if c.kind == "float":
+                assert (dilation.unit_of(c.name) is None) == (c.name in UNITLESS), (table, c.name)
+
+
+def _rounds(t0: float) -> pd.DataFrame:
+    row = {c.name: 0 for c in schema.TABLES["rounds"]} | {
+        "run_id": "r", "transport": "dblp", "stage": "total", "train_phase": "stable",
+        "cap_hit": False, "is_warmup": False,
+    }  # fmt: skip
+    rows = [
+        row | {"round": 0, "t_start_s": t0, "t_end_s": t0 + 0.4, "latency_ms": 400.0,
+               "cpu_wait_ms": 40.0, "loop_late_ms": 8.0, "bytes": 1 << 20, "epsilon": 0.1},
+        row | {"round": 1, "t_start_s": t0 + 2.0, "t_end_s": t0 + 2.4, "latency_ms": 400.0,
+               "cpu_wait_ms": 0.0, "loop_late_ms": math.nan, "bytes": 1 << 20, "epsilon": 0.1},
+    ]  # fmt: skip
+    return schema.coerce("rounds", rows)
+
+
+def test_undilate_maps_times_around_one_anchor_and_divides_durations():
+    t0 = 1000.0
+    out = dilation.undilate("rounds", _rounds(t0), 4.0, t0)
+    assert out["t_start_s"].tolist() == [t0, t0 + 0.5]
+    assert out["t_end_s"].tolist() == [t0 + 0.1, t0 + 0.6]
+    assert out["latency_ms"].tolist() == [100.0, 100.0]
+    assert out["cpu_wait_ms"].tolist() == [10.0, 0.0]
+    assert out["loop_late_ms"].iloc[0] == 2.0 and math.isnan(out["loop_late_ms"].iloc[1])
+    assert out["bytes"].tolist() == [1 << 20] * 2 and out["epsilon"].tolist() == [0.1, 0.1]
+    schema.validate("rounds", out)
+    same = dilation.undilate("rounds", _rounds(t0), 1.0, t0)
+    pd.testing.assert_frame_equal(same, _rounds(t0))
+    with pytest.raises(ValueError, match="dilation"):
+        dilation.undilate("rounds", _rounds(t0), 0.5, t0)
+
+
+def test_probe_rates_are_scaled_up_and_rtts_down():
+    probes = schema.coerce("probes", [{
+        "run_id": "r", "probe": "iperf3", "t_start_s": 10.0, "t_end_s": 10.4, "mbps": 25.0,
+        "sent": 10, "lost": 1, "loss": 0.1, "rtt_ms": 8.0,
+    }])  # fmt: skip
+    out = dilation.undilate("probes", probes, 4.0, 10.0)
+    assert (out["t_end_s"][0], out["mbps"][0], out["rtt_ms"][0]) == (10.1, 100.0, 2.0)
+    assert (out["sent"][0], out["loss"][0]) == (10, 0.1)
+
+
+def test_bursts_played_dilated_line_up_with_rounds_once_undilated(tmp_path):
+    ev = Event(0, "h1-r_e0_0", Direction("r_e0_0", "h1"), "loss", 0.5, {"mode": "random"}, 0.5,
+               0.6)  # fmt: skip
+    sched = BurstScheduler(None, [ev], "iptables", "r", time_scale=4.0)
+    sched.t0 = 1000.0
+    (row,) = sched.rows(t_stop=1003.0)
+    assert (row["planned_start_s"], row["planned_end_s"]) == (1002.0, 1002.4)  # played 4x slow
+    schema.write_table(tmp_path, "bursts", [row])
+    schema.write_table(tmp_path, "rounds", _rounds(1000.0))
+    assert dilation.undilate_run(tmp_path, 4.0, 1000.0) == ["rounds", "bursts"]
+    bursts, rounds = schema.read_table(tmp_path, "bursts"), schema.read_table(tmp_path, "rounds")
+    assert bursts["planned_start_s"][0] == pytest.approx(1000.5)  # the schedule's own time
+    assert bursts["planned_end_s"][0] == pytest.approx(1000.6)
+    # round 1 ran (played) from 1002.0 to 1002.4, inside the played burst: undilated, still so
+    assert rounds["t_start_s"][1] == pytest.approx(1000.5)
+    assert rounds["t_end_s"][1] == pytest.approx(1000.6)
+
+
+def test_spec_takes_a_factor_or_auto_and_keeps_old_hashes():
+    assert RunSpec().dilation == 1.0 and build_spec(dilation="4").dilation == 4.0
+    assert build_spec(dilation="auto").dilation == "auto"
+    assert RunSpec(dilation=1).spec_hash() == RunSpec().spec_hash() == "6722478804d5"
+    assert len({RunSpec(dilation=d).spec_hash() for d in (1, 2, "auto")}) == 3
+    for bad in ("0.5", "fast", "5000"):
+        with pytest.raises(SpecError) as e:
+            build_spec(dilation=bad)
+        assert e.value.flag == "--dilation"
+
+
+def test_worker_gets_the_resolved_dilation_and_scales_its_transport(tmp_path):
+    with pytest.raises(ValueError, match="auto"):
+        RunSpec(dilation="auto").worker_spec()
+    spec = RunSpec(dilation="auto", bw=100.0, t_max_ms=500.0, mtu=9000)
+    path = write_worker_spec(spec, tmp_path, dilation=4.0)
+    args = train.parse_args(["--spec", str(path), "--rank", "0", "--world", "2"])
+    assert (args.dilation, args.pace_mbps) == (4.0, 95.0)  # the spec stays emulated
+    cfg = train.transport_config(args)
+    assert (cfg.rate_mbps, cfg.t_max_ms, cfg.time_scale, cfg.mtu) == (23.75, 2000.0, 4.0, 9000)
+    by_hand = train.transport_config(train.parse_args(["--dilation", "2"]))
+    assert by_hand.rate_mbps == 50.0  # the transport's default rate, dilated too
+    assert train.transport_config(train.parse_args([])).rate_mbps == 100.0
+
+
+def test_compute_is_stretched_by_d_minus_one_times_itself(monkeypatch):
+    slept = []
+    monkeypatch.setattr(train.time, "sleep", slept.append)
+    assert train.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=4.0) == 90.0
+    assert slept == [0.09]
+    assert train.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=1.0) == 0.0
+    assert slept == [0.09]
+
+
+@dataclass
+class _Verdict:
+    faithful: bool
+    reasons: tuple[str, ...] = ()
+
+
+def test_auto_chooses_the_smallest_faithful_d():
+    d, why = dilation.choose([(1.0, _Verdict(False, ("late",))), (2.0, _Verdict(True))])
+    assert d == 2.0 and "D=1 unfaithful, D=2 faithful" in why
+    d, why = dilation.choose([(1.0, _Verdict(False)), (8.0, _Verdict(False, ("slow",)))])
+    assert d == 8.0 and "no calibration was faithful" in why and "slow" in why
+
+
+def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkeypatch):
+    import analysis.fidelity
+
+    spec = RunSpec(workload="train", burst="heavy", size_mib=2.0, mtu=9000, label="x")
+    ran = []
+
+    def run(s, out_dir):
+        ran.append(s)
+        return "ok", out_dir / s.run_id, ""
+
+    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _Verdict(d.name == "D4"))
+    d, why = dilation.calibrate(spec, tmp_path, run)
+    assert d == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0]
+    first = ran[0]
+    kept = (first.workload, first.burst, first.rounds, first.size_mib, first.mtu)
+    assert kept == ("allreduce", "none", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
+    with pytest.raises(RuntimeError, match="D=1 failed"):
+        dilation.calibrate(spec, tmp_path, lambda s, o: ("failed", None, "boom"))
+
+
+def test_reports_say_the_dilation_beside_their_tables():
+    from types import SimpleNamespace
+
+    from analysis.report import dilation_line
+
+    def line(*ds):
+        return dilation_line(SimpleNamespace(runs=pd.DataFrame({"dilation": ds})))
+
+    assert line(1.0, 1.0) == "Time dilation: none (D = 1 in every run)."
+    assert line(4.0).startswith("Time dilation: D = 4: ") and "emulated" in line(4.0)
+    assert "D = 1–8 (per run under" in line(1.0, 8.0)
