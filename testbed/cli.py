@@ -7,7 +7,7 @@ from importlib import metadata
 
 import typer
 
-from testbed.commands import bursts, clean, doctor, report, run, sweep, topo
+from testbed.commands import bursts, clean, doctor, ingest, report, run, sweep, topo
 
 app = typer.Typer(
     name="testbed",
@@ -43,6 +43,7 @@ app.command("doctor")(doctor.doctor)
 app.command("clean")(clean.clean)
 app.command("run")(run.run)
 app.command("report")(report.report)
+app.command("ingest")(ingest.ingest)
 app.command("sweep")(sweep.sweep)
 
 if __name__ == "__main__":

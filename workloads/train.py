@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import math
 import os
+import platform
 import socket
 import struct
 import sys
@@ -38,6 +39,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from testbed.results import versions
 from workloads import datasets
 from workloads.models import build_model, param_count
 from workloads.recorder import RankRecorder, emit
@@ -270,15 +272,34 @@ def _phase_config(args: argparse.Namespace) -> PhaseConfig:
     return PhaseConfig(**given, enabled=args.phase == "on", pinned_epsilon=args.epsilon)
 
 
+def _boot_id() -> str | None:
+    """This boot's id: ranks sharing it share CLOCK_MONOTONIC (Linux; None elsewhere)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
 def _base_meta(args: argparse.Namespace, ident: Identity, state: Any) -> dict[str, Any]:
+    """What a rank says about itself; `testbed ingest` builds a torchrun run's run.json from
+    these (spec, versions, host, clocks), the testbed reads the transport's parameters."""
     return {
         "rank": ident.rank,
         "world": ident.world,
         "addr": ident.addr,
         "master": f"{ident.master_addr}:{ident.master_port}",
+        "launcher": "torchrun" if ident.from_env else "flags",
+        "host": socket.gethostname(),
+        "boot_id": _boot_id(),
+        "kernel": platform.release(),
+        "nproc": os.cpu_count(),
+        # the same instant on both clocks: rows' monotonic times map to wall-clock time
+        "started": {"realtime_s": time.time(), "monotonic_s": time.monotonic()},
         "gloo_ifname": os.environ.get("GLOO_SOCKET_IFNAME"),
         "workload": args.workload,
+        "spec": {k: getattr(args, k) for k in WorkerSpec.model_fields},
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "versions": versions(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "transport_params": state.meta(),

@@ -59,7 +59,13 @@ def report(
     dirs = expand_run_dirs(run_dirs)
     missing = [str(d) for d in dirs if not (d / "run.json").exists()]
     if missing:
-        term.print(f"[red]not a run folder (no run.json): {', '.join(missing)}[/red]")
+        typer.echo(f"error: not a run folder (no run.json): {', '.join(missing)}", err=True)
+        if any(list(Path(d).glob("rank*/meta.json")) for d in missing):
+            typer.echo(
+                "  rank folders of a torchrun job: make a run folder of them first with "
+                "`testbed ingest DIR... --out RUN_DIR`",
+                err=True,
+            )
         raise typer.Exit(2)
     if out is None and len(run_dirs) == 1 and len(dirs) > 1:
         out = run_dirs[0] / "report"  # a sweep folder: its report lives inside it
