@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -24,34 +25,11 @@ from typer.testing import CliRunner
 from analysis.load import load_run
 from testbed.cli import app
 from testbed.commands import ingest
+from workloads.transport.loopback import free_tcp_port, pick_udp_base
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS, WORLD = 10, 2
 runner = CliRunner()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _free_udp_base(n: int = 4 * WORLD, start: int = 54100) -> int:
-    """A base port with n free UDP ports above it (other tests' workers may hold 47000...)."""
-    for base in range(start, 60000, 64):
-        socks = []
-        try:
-            for p in range(base, base + n):
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free UDP port range")
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +38,9 @@ def job(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("torchrun") / "out"
     torchrun = Path(sys.executable).parent / "torchrun"
     argv = [str(torchrun), "--nnodes", "1", "--nproc-per-node", str(WORLD), "--rdzv-backend",
-            "c10d", "--rdzv-endpoint", f"127.0.0.1:{_free_port()}", "-m", "workloads.train",
+            "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_tcp_port()}", "-m", "workloads.train",
             "--workload", "allreduce", "--transport", "dblp", "--rounds", str(ROUNDS),
-            "--size-mib", "0.25", "--base-port", str(_free_udp_base()),
+            "--size-mib", "0.25", "--base-port", str(pick_udp_base(WORLD, 4, random.Random())),
             "--out", str(out)]  # fmt: skip
     r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import io
 import json
 import re
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_presets import GOOD
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -94,26 +94,16 @@ def test_sweep_transport_choices_come_from_the_spec():
 
 # -- bursts show on any topology ---------------------------------------------------------
 
-WORKER_LOSS = """name = "wl"
-description = "loss on worker 1's downlink"
-[[streams]]
-kind = "loss"
-magnitude = 0.05
-duration_s = 0.05
-arrival = { min_gap_s = 0.2, mean_extra_gap_s = 0.3 }
-targets = [ { role = "worker_downlink", worker = 1 } ]
-"""
-
 
 def test_bursts_show_lays_the_preset_on_the_given_topology(tmp_path):
     preset = tmp_path / "wl.toml"
-    preset.write_text(WORKER_LOSS)
+    preset.write_text(GOOD)  # loss on worker 0's downlink
     args = ["bursts", "show", str(preset), "--duration", "2", "--json"]
     dumbbell = runner.invoke(app, [*args, "--topo", "dumbbell", "--n", "3", "--workers", "2"])
     assert dumbbell.exit_code == 0, dumbbell.output
-    assert {e["direction"] for e in json.loads(dumbbell.output)["events"]} == {"r_right->h4"}
+    assert {e["direction"] for e in json.loads(dumbbell.output)["events"]} == {"r_left->h1"}
     fattree = runner.invoke(app, args)  # the default network: fat-tree k=4, workers h1 h5 h9 h13
-    assert {e["direction"] for e in json.loads(fattree.output)["events"]} == {"r_e1_0->h5"}
+    assert {e["direction"] for e in json.loads(fattree.output)["events"]} == {"r_e0_0->h1"}
     table = runner.invoke(
         app, ["bursts", "show", str(preset), "--topo", "star", "--n", "3", "--workers", "2"]
     )
@@ -142,19 +132,12 @@ def test_version_from_package_metadata():
 # -- progress over runs ------------------------------------------------------------------
 
 
-@dataclass
-class _Outcome:
-    status: str
-    run_dir: Path
-    summary: dict
-    reason: str = ""
-
-
 def _fake_run(planned, out_root, run_id=None, on_event=None):
     """A run of 4 steps, each reported as the worker's rank 0 would, that writes nothing."""
     for step in range(4):
         on_event({"event": "step", "step": step, "steps_total": 4})
-    return _Outcome("ok", Path(out_root) / run_id, {"p50_ms": 20.123456, "p99_in_burst_ms": None})
+    summary = {"p50_ms": 20.123456, "p99_in_burst_ms": None}
+    return experiment.RunOutcome("ok", Path(out_root) / run_id, summary)
 
 
 @pytest.mark.parametrize("columns", WIDTHS)
