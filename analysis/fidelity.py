@@ -88,7 +88,8 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
     if r.empty:
         return Fidelity(True)
     reasons = []
-    gap_ms = float(info.transport_params.get("gap_ms") or DEFAULT_GAP_MS)
+    # the transport's gap is wall-clock (D x longer under dilation D); the tables are not
+    gap_ms = float(info.transport_params.get("gap_ms") or DEFAULT_GAP_MS) / max(info.dilation, 1.0)
     late_ms = r["loop_late_ms"]
     measured = late_ms.notna()
     limit = (LATE_OF_ROUND * r["latency_ms"]).clip(lower=gap_ms)

@@ -112,3 +112,14 @@ def test_sham_shift_flags_a_control_that_moves_latency():
     )
     out = fidelity.sham_shift(calm).set_index("transport")
     assert bool(out.loc["dblp", "faithful"]) and not bool(out.loc["tcp", "faithful"])
+
+
+def test_under_dilation_lateness_is_judged_against_the_undilated_gap():
+    # D = 4: the loop's 8 ms wall-clock gap is 2 ms of emulated time, as are the tables
+    r = _rounds(n=100)
+    r["latency_ms"] = 10.0  # short rounds: the gap, not 10% of the round, is the limit
+    r["bytes"] = 100_000
+    r.loc[:9, "loop_late_ms"] = 3.0  # 3 ms undilated = 12 ms of wall clock
+    info = _info(dilation=4.0, transport_params={"config": {"rate_mbps": RATE / 4}, "gap_ms": 8.0})
+    f = fidelity.judge(r, NO_BURSTS, info)
+    assert f.late_rounds == 10 and not f.faithful
