@@ -26,6 +26,7 @@ from testbed.dilation import CALIBRATION_DIR, calibrate, undilate_run
 from testbed.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
 from testbed.signals import Handlers
 from testbed.spec import RunSpec, SpecError
+from workloads.provenance import versions
 from workloads.spec import WORKER_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -266,7 +267,7 @@ def _run_signalled(
         seed=spec.seed,
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
-        versions=results.versions(),
+        versions=versions(),
         git_commit=commit,
         git_dirty=dirty,
         kernel=platform.release(),

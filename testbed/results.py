@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -79,17 +77,6 @@ def rank_meta(run_dir: Path) -> dict[int, dict]:
             except (ValueError, json.JSONDecodeError):
                 continue
     return metas
-
-
-def versions() -> dict[str, str]:
-    """Python's and the run's packages' versions on this machine (run.json `versions`)."""
-    out = {"python": platform.python_version()}
-    for pkg in ("dblp-testbed", "torch", "mininet", "numpy", "pandas", "pyroute2"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 def transport_fields(run_dir: Path) -> dict[str, Any]:

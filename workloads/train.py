@@ -39,9 +39,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from testbed.results import versions
 from workloads import datasets
 from workloads.models import build_model, param_count
+from workloads.provenance import versions
 from workloads.recorder import RankRecorder, emit
 from workloads.spec import (
     MASTER_PORT,

@@ -28,3 +28,13 @@ def test_importing_the_transport_loads_nothing_from_outside_it():
     assert not roots & FORBIDDEN, sorted(roots & FORBIDDEN)
     ours = {m for m in loaded if m.startswith("workloads.")}
     assert all(m.startswith("workloads.transport") for m in ours), sorted(ours)
+
+
+def test_the_worker_never_imports_the_orchestrator():
+    """Imports flow testbed -> workloads, never back: a rank under torchrun has no testbed."""
+    probe = "import json, sys, workloads.train; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    roots = {m.split(".")[0] for m in json.loads(out.stdout)}
+    assert "testbed" not in roots and "topologies" not in roots
