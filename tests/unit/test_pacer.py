@@ -72,3 +72,13 @@ def test_tokens_never_exceed_depth_after_idle():
     pacer = Pacer([1], rate_mbps=10, now=0.0)
     pacer.next_peer(1000.0, {})
     assert pacer.tokens[1] == pacer.depth
+
+
+def test_wait_for_a_batch_is_capped_at_the_bucket_depth():
+    p = Pacer([1, 2], rate_mbps=8.0, now=0.0, burst_s=0.003, min_burst_bytes=1500)
+    for peer in (1, 2):
+        p.consume(peer, p.depth)  # empty buckets
+    pair = p.pair_bytes_per_s
+    assert p.wait_s(0.0, {1: 1000}) == pytest.approx(1000 / pair)
+    # asking for more than the bucket holds waits only until the bucket is full
+    assert p.wait_s(0.0, {1: 10 * p.depth}) == pytest.approx(p.depth / pair)

@@ -71,11 +71,13 @@ class Pacer:
         self.tokens[peer] -= wire_bytes
 
     def wait_s(self, now: float, wants: Mapping[int, int]) -> float | None:
-        """Seconds until some waiting peer can send; None if nobody waits."""
+        """Seconds until some waiting peer has `wants[p]` bytes of tokens (at most the bucket's
+        depth: more never accumulates); None if nobody waits."""
         self._refill(now)
         best: float | None = None
+        depth = self.depth
         for p, need in wants.items():
-            short = need - self.tokens[p]
+            short = (need if need < depth else depth) - self.tokens[p]
             w = max(0.0, short / self.pair_bytes_per_s)
             if best is None or w < best:
                 best = w
