@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from loopback_ranks import each_rank, loopback_job
 
-from workloads.transport import completion, wire
+from workloads.transport import completion
 from workloads.transport.config import TransportConfig
 from workloads.transport.loopback import pick_udp_base
-from workloads.transport.tar import TransposeAllReduce
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "adding-a-completion-policy.md"
 WORLD, N_ELEMS, ROUNDS, EPS = 3, 30_000, 6, 0.1
@@ -41,35 +40,22 @@ def test_the_guides_policy_registers_and_runs_rounds(guide_policy):
 
     base = pick_udp_base(WORLD, 4, random.Random(5))
     cfg = TransportConfig(rate_mbps=200.0, base_port=base, t_max_ms=2000.0, drop=0.05, seed=1)
-    token = wire.new_job_token()
-    ranks = [
-        TransposeAllReduce(r, WORLD, ["127.0.0.1"] * WORLD, "firstquota", cfg, job_token=token)
-        for r in range(WORLD)
-    ]
+    ranks = loopback_job(WORLD, "firstquota", cfg)
     stats: list[list] = [[] for _ in range(WORLD)]
-    errors: list[BaseException] = []
 
     def loop(r: int) -> None:
         rng = np.random.default_rng(r)
-        try:
-            for _ in range(ROUNDS):
-                data = rng.standard_normal(N_ELEMS).astype(np.float32)
-                out, st = ranks[r].allreduce(data, epsilon=EPS)
-                assert np.isfinite(out).all()
-                stats[r].append(st)
-        except BaseException as e:  # noqa: BLE001 — surfaced by the main thread
-            errors.append(e)
+        for _ in range(ROUNDS):
+            data = rng.standard_normal(N_ELEMS).astype(np.float32)
+            out, st = ranks[r].allreduce(data, epsilon=EPS)
+            assert np.isfinite(out).all()
+            stats[r].append(st)
 
-    threads = [threading.Thread(target=loop, args=(r,)) for r in range(WORLD)]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=100)
+        each_rank(WORLD, loop, timeout_s=100)
     finally:
         for tar in ranks:
             tar.close()
-    assert not errors, errors
     rows = [st for per_rank in stats for st in per_rank]
     assert len(rows) == WORLD * ROUNDS
     assert all(st.policy == "firstquota" and st.epsilon == EPS for st in rows)

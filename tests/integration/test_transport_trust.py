@@ -17,12 +17,12 @@ import threading
 
 import numpy as np
 import pytest
+from loopback_ranks import each_rank, loopback_job
 
 from workloads.transport import wire
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import port_of
 from workloads.transport.loopback import pick_udp_base
-from workloads.transport.tar import TransposeAllReduce
 
 WORLD = 3
 N_ELEMS = 60_000  # ~56 packets per shard per stage at MTU 1500
@@ -82,31 +82,19 @@ def test_spoofed_and_mutated_datagrams_never_reach_a_round(policy):
     base = pick_udp_base(WORLD, 4, random.Random(7))
     cfg = TransportConfig(rate_mbps=RATE, base_port=base, t_max_ms=5000.0)
     token = wire.new_job_token()
-    addrs = ["127.0.0.1"] * WORLD
-    ranks = [
-        TransposeAllReduce(r, WORLD, addrs, policy, cfg, job_token=token) for r in range(WORLD)
-    ]
+    ranks = loopback_job(WORLD, policy, cfg, token)
     rng = np.random.default_rng(3)
     inputs = [rng.standard_normal((ROUNDS, N_ELEMS)).astype(np.float32) for _ in range(WORLD)]
     exact = np.sum(np.stack(inputs).astype(np.float64), axis=0)
     results: list[list] = [[] for _ in range(WORLD)]
-    errors: list[BaseException] = []
 
-    def rank_loop(r: int, rounds: range) -> None:
-        try:
+    def run_rounds(rounds: range) -> None:
+        def rank_loop(r: int) -> None:
             for t in rounds:
                 data = inputs[r][t] if t < ROUNDS else np.zeros(8, np.float32)
                 results[r].append(ranks[r].allreduce(data, epsilon=0.0))
-        except BaseException as e:  # noqa: BLE001 — surfaced by the main thread
-            errors.append(e)
 
-    def run_rounds(rounds: range) -> None:
-        threads = [threading.Thread(target=rank_loop, args=(r, rounds)) for r in range(WORLD)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not errors, errors
+        each_rank(WORLD, rank_loop)
 
     dgrams = spoofed_datagrams(token, cfg, seed=11)
     first_round = threading.Event()
@@ -165,11 +153,7 @@ def test_a_members_non_finite_values_are_never_summed():
     elements take its packets back and the bounded-loss round ends without them at its cap."""
     base = pick_udp_base(WORLD, 4, random.Random(8))
     cfg = TransportConfig(rate_mbps=RATE, base_port=base, t_max_ms=400.0)
-    token = wire.new_job_token()
-    ranks = [
-        TransposeAllReduce(r, WORLD, ["127.0.0.1"] * WORLD, "dblp", cfg, job_token=token)
-        for r in range(WORLD)
-    ]
+    ranks = loopback_job(WORLD, "dblp", cfg)
     inputs = [np.ones(3000, np.float32) for _ in range(WORLD)]
     inputs[2][[5, 1500]] = [np.nan, np.inf]  # in shards 0 and 1, owned by ranks 0 and 1
     results: list = [None] * WORLD
@@ -177,12 +161,8 @@ def test_a_members_non_finite_values_are_never_summed():
     def go(r: int) -> None:
         results[r] = ranks[r].allreduce(inputs[r], epsilon=0.0)
 
-    threads = [threading.Thread(target=go, args=(r,)) for r in range(WORLD)]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
+        each_rank(WORLD, go, timeout_s=60)
     finally:
         for tar in ranks:
             tar.close()
