@@ -499,9 +499,10 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
 def summary(run_dir: Path) -> dict:
     """One run's end-to-end summary (the orchestrator's --json line).
 
-    Quantiles follow the sample rule: a number when trusted, else "max X (n=N)"; None when
-    there is no data for it (e.g. no burst rounds, no evaluations). Numbers keep 4 significant
-    digits (the line is read by people).
+    Every value is a number or None (no data, e.g. no burst rounds, no evaluations), so a
+    program can read it; each quantile's `<name>_rule` says what the number is ("p50 (n=90)",
+    or "max (n=11)" when too few samples for the quantile). Numbers keep 4 significant digits
+    (the line is read by people too).
     """
     runs = load_run(run_dir)
     rl = round_level(runs)
@@ -514,15 +515,17 @@ def summary(run_dir: Path) -> dict:
         """4 significant digits: 0.9721 and 647.9, not 0.9721448421478271."""
         return None if x is None or math.isnan(x) else float(f"{x:.4g}")
 
-    def q(values: np.ndarray, p: float) -> float | str | None:
-        r = quantile(values, p).reported()
-        return num(r) if isinstance(r, float) else r
-
+    out: dict = {}
+    for name, values, p in (
+        ("p50_ms", lat, 0.50),
+        ("p99_ms", lat, 0.99),
+        ("p99_in_burst_ms", inb, 0.99),
+        ("p50_no_burst_ms", outb, 0.50),
+    ):
+        qv = quantile(values, p)
+        out[name], out[f"{name}_rule"] = num(qv.number), qv.rule
     return {
-        "p50_ms": q(lat, 0.50),
-        "p99_ms": q(lat, 0.99),
-        "p99_in_burst_ms": q(inb, 0.99),
-        "p50_no_burst_ms": q(outb, 0.50),
+        **out,
         "delivered_loss_mean": num(m["loss_mean"]),
         "bursts": int(m["bursts"]),
         "comm_fraction": num(m["comm_fraction"]),

@@ -304,16 +304,24 @@ def test_summary_has_exactly_the_orchestrator_keys(tmp_path):
     s = tables.summary(d)
     assert list(s) == [
         "p50_ms",
+        "p50_ms_rule",
         "p99_ms",
+        "p99_ms_rule",
         "p99_in_burst_ms",
+        "p99_in_burst_ms_rule",
         "p50_no_burst_ms",
+        "p50_no_burst_ms_rule",
         "delivered_loss_mean",
         "bursts",
         "comm_fraction",
         "final_acc",
     ]
     assert s["p50_ms"] == 20.0 and s["p50_no_burst_ms"] == 20.0
-    assert s["p99_ms"] == "max 60.00 (n=59)" and s["p99_in_burst_ms"] == "max 60.00 (n=10)"
+    assert s["p50_ms_rule"] == "p50 (n=59)"
+    # too few samples for a p99: the number is the max, and the rule says so
+    assert s["p99_ms"] == 60.0 and s["p99_ms_rule"] == "max (n=59)"
+    assert s["p99_in_burst_ms"] == 60.0 and s["p99_in_burst_ms_rule"] == "max (n=10)"
+    assert all(isinstance(v, int | float) for k, v in s.items() if not k.endswith("_rule"))
     assert s["bursts"] == 1 and s["final_acc"] == pytest.approx(0.9)
     assert s["delivered_loss_mean"] == pytest.approx(0.05 * N_BURST / 59, rel=1e-3)
     json.dumps(s)
