@@ -113,6 +113,8 @@ def _legend_below(
             for p, s in styles.items()
         ]
     handles += list(extra)
+    if not handles:
+        return  # nothing was drawn (e.g. only transports without ε and with no loss)
     fig.legend(
         handles=handles,
         loc="outside lower center",

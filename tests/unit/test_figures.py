@@ -144,3 +144,14 @@ def test_headline_bars_claim_a_ci_only_with_repeats(tmp_path, drawn):
     assert "95% CI over 3 repeats" in bars.get_suptitle()
     assert [c for ax in bars.get_axes() for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert "n=3" in _texts(bars)
+
+
+def test_epsilon_figure_with_nothing_to_draw_has_no_legend_and_still_saves(tmp_path):
+    # tcp and reliable on a calm network: no ε, no loss, nothing for a legend to name
+    root = tmp_path / "runs"
+    dirs = [
+        write_run(root, t, transport=t, preset="none", loss_in=0.0, burst_rounds=())
+        for t in ("tcp", "reliable")
+    ]
+    rl = tables.round_level(load_runs(dirs))
+    assert _is_png(figures.epsilon_and_loss(rl, tmp_path / "eps.png"))
