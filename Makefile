@@ -8,15 +8,18 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := mininet iperf3 bridge-utils iputils-ping iptables nftables ethtool
 TORCH := torch==2.13.0
 # PyTorch's CPU wheels. On Linux, PyPI's torch is the multi-GB CUDA build; with this index
-# beside it pip picks 2.13.0+cpu. It is used only if it answers (below), so a machine without
-# internet access installs torch from pip's own configuration (e.g. a wheel directory in
-# PIP_FIND_LINKS); `make install TORCH_INDEX=` never asks it.
+# beside it pip picks 2.13.0+cpu. It is asked only when pip's own configuration has no wheel of
+# $(TORCH) already (e.g. a wheel directory in PIP_FIND_LINKS, as on this project's machines,
+# which reach no host but the package registries), and only if it answers (below);
+# `make install TORCH_INDEX=` never asks it.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# "yes" if pip finds $(TORCH) without any index (a local wheel): then no other host is asked.
+torch_local = $(shell d=$$(mktemp -d); $(PYTHON) -m pip download -q --no-deps --no-index -d $$d '$(TORCH)' >/dev/null 2>&1 && echo yes; rm -rf $$d)
 # "yes" if TORCH_INDEX serves a torch page within 10 s. Checked first because pip, given an
 # unreachable index, warns and carries on only after 5 retries of up to PIP_DEFAULT_TIMEOUT
 # each. Expanded once, when the install recipe runs.
 PROBE_INDEX := import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=10)
-torch_index_ok = $(if $(TORCH_INDEX),$(shell $(PYTHON) -c '$(PROBE_INDEX)' '$(TORCH_INDEX)' >/dev/null 2>&1 && echo yes))
+torch_index_ok = $(if $(TORCH_INDEX),$(if $(torch_local),,$(shell $(PYTHON) -c '$(PROBE_INDEX)' '$(TORCH_INDEX)' >/dev/null 2>&1 && echo yes)))
 
 .PHONY: install test unit demo bench lint clean
 
@@ -34,7 +37,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(eval TORCH_PIP_ARGS := $(if $(torch_index_ok),--extra-index-url $(TORCH_INDEX)))
-	$(if $(TORCH_INDEX),$(if $(TORCH_PIP_ARGS),,@echo "torch: $(TORCH_INDEX) did not answer; installing $(TORCH) from pip's own configuration"))
+	$(if $(TORCH_INDEX),$(if $(TORCH_PIP_ARGS),,$(if $(torch_local),@echo "torch: $(TORCH) from a local wheel (pip's configuration); $(TORCH_INDEX) not asked",@echo "torch: $(TORCH_INDEX) did not answer; installing $(TORCH) from pip's own configuration")))
 	$(BIN)/pip install -q $(TORCH_PIP_ARGS) $(TORCH)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)

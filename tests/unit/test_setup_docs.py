@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import tomllib
 from importlib import metadata
@@ -73,6 +74,10 @@ def _make_install_dry_run(**variables: str) -> str:
     r = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+#: A torch pin no local wheel satisfies, so the index logic is exercised on any machine.
+NO_LOCAL_WHEEL = "torch==0.0.1"
 
 
 def _torch_line(recipe: str) -> str:
@@ -133,7 +138,7 @@ def test_unreachable_torch_index_is_skipped_with_a_message():
     with socket.socket() as s:  # a port nobody listens on: connection refused at once
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/whl/cpu"
-    recipe = _make_install_dry_run(TORCH_INDEX=url)
+    recipe = _make_install_dry_run(TORCH_INDEX=url, TORCH=NO_LOCAL_WHEEL)
     assert "--extra-index-url" not in _torch_line(recipe)
     assert f"torch: {url} did not answer" in recipe
 
@@ -148,13 +153,48 @@ def test_reachable_torch_index_is_an_extra_index(tmp_path):
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/"
-        recipe = _make_install_dry_run(TORCH_INDEX=url)
+        recipe = _make_install_dry_run(TORCH_INDEX=url, TORCH=NO_LOCAL_WHEEL)
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
     assert f"--extra-index-url {url} torch==" in _torch_line(recipe)
     assert "did not answer" not in recipe
+
+
+def _local_torch_wheel(pin: str) -> bool:
+    """Does pip's own configuration (e.g. PIP_FIND_LINKS) hold a wheel of `pin`?"""
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-index",
+                "-d",
+                d,
+                pin,
+            ],
+            capture_output=True,
+            timeout=120,
+        )
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_a_local_torch_wheel_means_no_index_is_asked():
+    pin = "torch==2.13.0"
+    if not _local_torch_wheel(pin):
+        pytest.skip(f"no local wheel of {pin} in pip's configuration on this machine")
+    with socket.socket() as s:  # an index that would refuse, were it asked
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/whl/cpu"
+    recipe = _make_install_dry_run(TORCH_INDEX=url, TORCH=pin)
+    assert "--extra-index-url" not in _torch_line(recipe)
+    assert "from a local wheel" in recipe and "did not answer" not in recipe
 
 
 def test_default_torch_index_is_pytorchs_cpu_index():
