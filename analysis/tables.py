@@ -473,6 +473,76 @@ def probe_table(runs: Runs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def event_rounds(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
+    """Per run and applied burst event, the round it hit: of the rounds (max over ranks) whose
+    span overlaps the event's window, the slowest. Columns run_id, event_id, round,
+    latency_ms. An event that no round overlaps (between rounds, after the run) has no row."""
+    out = []
+    windows = applied_windows(bursts)
+    for run_id, ev in windows.groupby("run_id"):
+        r = rl[rl["run_id"] == run_id]
+        if r.empty:
+            continue
+        s, e = r["t_start_s"].to_numpy(), r["t_end_s"].to_numpy()
+        lat, rnd = r["latency_ms"].to_numpy(), r["round"].to_numpy()
+        for event_id, ws, we in ev[["event_id", "start_s", "end_s"]].itertuples(index=False):
+            hit = np.flatnonzero((s < we) & (e > ws))
+            if hit.size:
+                k = hit[np.argmax(lat[hit])]
+                out.append((run_id, int(event_id), int(rnd[k]), float(lat[k])))
+    return pd.DataFrame(out, columns=["run_id", "event_id", "round", "latency_ms"])
+
+
+#: Quantiles of the per-event ratios the events table reports (the paper's "up to" is the max).
+EVENT_QUANTILES = {"median": 0.5, "p90": 0.9, "max": 1.0}
+
+
+def event_table(
+    rl: pd.DataFrame, bursts: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS
+) -> pd.DataFrame:
+    """The paper's single-round statistic: per burst event, the hit round's latency under the
+    baseline over under the transport, paired by event on the same seed and repeat (same
+    schedule, same event ids), reported as median, p90 and max over events, with the ratio of
+    calm-round medians beside it (what the baseline costs when nothing bursts)."""
+    hits = event_rounds(rl, bursts)
+    cols = ["workload", "preset", "label", "baseline", "events"]
+    cols += [f"event_ratio_{k}" for k in EVENT_QUANTILES] + ["calm_ratio"]
+    if hits.empty:
+        return pd.DataFrame(columns=cols)
+    info = rl.drop_duplicates("run_id").set_index("run_id")
+    hits = hits.join(info[["workload", "label", "preset", "transport", "repeat"]], on="run_id")
+    calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median()
+    rows = []
+    for (workload, preset), g in hits.groupby(["workload", "preset"]):
+        bases = sorted(g.loc[g["transport"].isin(baseline_transports), "label"].unique())
+        for base in bases:
+            b = g[g["label"] == base]
+            for label, a in g.groupby("label"):
+                if label == base:
+                    continue
+                pair = a.merge(b, on=["repeat", "event_id"], suffixes=("", "_base"))
+                if pair.empty:
+                    continue
+                ratio = pair["latency_ms_base"] / pair["latency_ms"]
+                runs_a, runs_b = a["run_id"].unique(), b["run_id"].unique()
+                calm_ratio = calm.reindex(runs_b).median() / calm.reindex(runs_a).median()
+                rows.append(
+                    {
+                        "workload": workload,
+                        "preset": preset,
+                        "label": label,
+                        "baseline": base,
+                        "events": len(pair),
+                        **{
+                            f"event_ratio_{k}": float(ratio.quantile(q))
+                            for k, q in EVENT_QUANTILES.items()
+                        },
+                        "calm_ratio": float(calm_ratio),
+                    }
+                )
+    return pd.DataFrame(rows, columns=cols)
+
+
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
     """Every report table, by name; target_acc None picks `default_target`.
 
@@ -488,6 +558,7 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
         "latency": latency_table(ok, left_out=left),
         "comparisons": comp,
         "paper": paper_table(comp),
+        "events": event_table(round_level(ok), ok.bursts),
         "training": training_table(metrics, target_acc, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),

@@ -345,3 +345,22 @@ def test_analysis_imports_no_torch_mininet_testbed_or_workloads():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_event_table_pairs_the_hit_rounds_by_event(tmp_path):
+    # same seed and schedule: the baseline's hit rounds are 300 ms, dblp's 60 ms, calm 20 ms
+    dirs = [
+        write_run(tmp_path, "o", transport="optireduce", burst_ms=300.0),
+        write_run(tmp_path, "d", transport="dblp", burst_ms=60.0),
+    ]
+    runs = load_runs(dirs)
+    rl = tables.round_level(runs)
+    hits = tables.event_rounds(rl, runs.bursts)
+    assert not hits.empty and set(hits["run_id"]) == {"o", "d"}
+    assert hits.groupby("run_id")["latency_ms"].max().to_dict() == {"o": 300.0, "d": 60.0}
+    ev = tables.event_table(rl, runs.bursts)
+    (row,) = ev[(ev["label"] == "dblp") & (ev["baseline"] == "optireduce")].to_dict("records")
+    assert row["events"] == len(hits[hits["run_id"] == "d"])
+    assert row["event_ratio_max"] == pytest.approx(5.0)
+    assert row["event_ratio_median"] <= row["event_ratio_p90"] <= row["event_ratio_max"]
+    assert row["calm_ratio"] == pytest.approx(1.0)
