@@ -16,7 +16,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
+
+from testbed.terminal import wall_time
 
 ALLREDUCE_VARIANTS = {
     "tcp": {"transport": "tcp"},
@@ -68,11 +71,13 @@ def main(argv: list[str] | None = None) -> int:
 
     plan = build_plan(args.repeats, args.quick)
     args.out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     result = run_plan(plan, args.out)
     report_plan(plan, args.out)
     print(
         f"bench: {result.ran} run(s) now, {result.skipped} reused, {len(result.failed)} failed"
         + (" (interrupted)" if result.interrupted else "")
+        + f"; wall time {wall_time(time.monotonic() - started)}"
     )
     return 1 if result.failed or result.interrupted else 0
 

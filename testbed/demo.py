@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from testbed.spec import RunSpec
-from testbed.terminal import RunsProgress, console, rich_table
+from testbed.terminal import RunsProgress, console, rich_table, wall_time
 
 TRANSPORTS = ("dblp", "optireduce", "tcp")
 
@@ -27,6 +27,7 @@ def main(out_root: Path = Path("results")) -> int:
     from testbed.experiment import expected_duration_s, plan, run_experiment
 
     run_dirs, failed = [], []
+    started = time.monotonic()
     with RunsProgress(term, len(TRANSPORTS), log_phases=True) as progress:
         for i, transport in enumerate(TRANSPORTS, 1):
             planned = plan(RunSpec(burst="heavy", transport=transport, seed=0))
@@ -51,6 +52,7 @@ def main(out_root: Path = Path("results")) -> int:
         term.rule("comparison")
         term.print(rich_table(report.headline_title, report.headline))
         term.print(f"report: {report_dir / 'report.md'}")
+    term.print(f"demo wall time: {wall_time(time.monotonic() - started)}")
     for f in failed:
         term.print(f"[red]failed[/red] {f}")
     return 1 if failed else 0

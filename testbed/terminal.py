@@ -176,3 +176,13 @@ class RunsProgress:
         self.bar.update(
             self.task, description=description, completed=len(self.durations) + self.fraction
         )
+
+
+def wall_time(seconds: float) -> str:
+    """A duration for people: "42 s", "7 min 5 s", "1 h 3 min"."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"

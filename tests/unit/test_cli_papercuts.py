@@ -193,3 +193,9 @@ def test_runs_progress_bar_on_a_terminal(width):
     assert "[1/3] tcp / heavy / r0: a plain line" in text
     # half of the first run done at once: ETA = 0 + 2 runs x 65 s
     assert "0/3 runs 0:00:00 ETA 0:02:10" in text
+
+
+def test_wall_time_reads_as_people_say_it():
+    from testbed.terminal import wall_time
+
+    assert [wall_time(s) for s in (0.4, 42, 425, 3790)] == ["0 s", "42 s", "7 min 5 s", "1 h 3 min"]
