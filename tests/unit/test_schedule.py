@@ -208,3 +208,16 @@ def test_link_direction_is_written_and_parsed_as_x_arrow_y():
 def test_events_write_their_direction_as_text():
     e = generate(presets.load("heavy"), TOPO, WORKERS, 5, seed=0)[0]
     assert e.to_dict()["direction"] == str(e.direction) and "->" in e.to_dict()["direction"]
+
+
+@pytest.mark.parametrize("name", ["microburst", "microburst-incast"])
+def test_microbursts_are_events_shorter_and_rarer_than_rounds(name):
+    # a 1 MiB all-reduce round here is ~0.15-0.25 s (bench): each event must fit inside one
+    # and come once per several rounds, on more than one worker's path
+    events = generate(presets.load(name), TOPO, WORKERS, 600, seed=2)
+    starts = sorted({e.planned_start_s for e in events})
+    assert all(e.planned_end_s - e.planned_start_s < 0.15 for e in events)
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert min(gaps) >= 1.5 and 2.0 < sum(gaps) / len(gaps) < 3.0
+    hit = {e.direction.dst for e in events}
+    assert {WORKERS[0], WORKERS[2]} <= hit
