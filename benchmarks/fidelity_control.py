@@ -12,10 +12,11 @@ the undilated p50 and the wall time. Needs root.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from contextlib import contextmanager
+
+from benchmarks.allreduce_runs import add_run_arguments, allreduce_run, calm_bound_ratio
 
 SPIN = "while True: pass"
 
@@ -33,25 +34,18 @@ def busy_loops(n: int):
 
 
 def run(args: argparse.Namespace, label: str, dilation: float) -> dict:
-    argv = [
-        sys.executable, "-m", "testbed.cli", "run", "--workload", "allreduce",
-        "--transport", args.transport, "--burst", "none", "--rounds", str(args.rounds),
+    return allreduce_run(
+        label, "--transport", args.transport, "--rounds", str(args.rounds),
         "--size-mib", str(args.size_mib), "--workers", str(args.workers),
-        "--dilation", str(dilation), "--label", label, "--json",
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0 and not done.stdout.strip():
-        raise SystemExit(f"{label}: testbed run failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+        "--dilation", str(dilation),
+    )  # fmt: skip
 
 
 def row(label: str, s: dict) -> str:
     f = s.get("fidelity") or {}
-    ratio = f.get("calm_bound_ratio")
     return (
         f"| {label} | {s.get('dilation')} | {s.get('faithful')} "
-        f"| {f.get('late_rounds')}/{f.get('judged_rounds')} "
-        f"| {ratio if ratio is not None else float('nan'):.2f} "
+        f"| {f.get('late_rounds')}/{f.get('judged_rounds')} | {calm_bound_ratio(s):.2f} "
         f"| {s.get('p50_ms')} | {s.get('wall_s')} |"
     )
 
@@ -60,10 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.fidelity_control")
     ap.add_argument("--busy", type=int, default=2, help="CPU-burning processes")
     ap.add_argument("--dilation", type=float, default=4.0)
-    ap.add_argument("--transport", default="dblp")
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--size-mib", type=float, default=1.0)
-    ap.add_argument("--workers", type=int, default=4)
+    add_run_arguments(ap, size_mib=1.0)
     args = ap.parse_args(argv)
     print("| run | dilation | faithful | late rounds | calm / bound | p50 ms | wall s |")
     print("|---|---|---|---|---|---|---|")

@@ -12,46 +12,36 @@ and the fidelity verdict. Needs root.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
+
+from benchmarks.allreduce_runs import add_run_arguments, allreduce_run, calm_bound_ratio
 
 TARGET_MS_PER_MIB = {1500: 10.0, 9000: 4.0}
 
 
 def run_one(mtu: int, args: argparse.Namespace) -> dict:
-    argv = [
-        sys.executable, "-m", "testbed.cli", "run", "--workload", "allreduce",
-        "--transport", args.transport, "--burst", "none", "--rounds", str(args.rounds),
+    return allreduce_run(
+        f"cpu-mtu{mtu}", "--transport", args.transport, "--rounds", str(args.rounds),
         "--size-mib", str(args.size_mib), "--workers", str(args.workers), "--mtu", str(mtu),
-        "--bw", str(args.bw), "--label", f"cpu-mtu{mtu}", "--json",
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise SystemExit(f"mtu {mtu}: testbed run failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+        "--bw", str(args.bw),
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.transport_fattree_cpu")
     ap.add_argument("--mtus", default="1500,9000")
-    ap.add_argument("--transport", default="dblp")
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--size-mib", type=float, default=4.0)
-    ap.add_argument("--workers", type=int, default=4)
+    add_run_arguments(ap, size_mib=4.0)
     ap.add_argument("--bw", type=float, default=100.0)
     args = ap.parse_args(argv)
     print("| mtu | cpu ms/MiB | target | calm p50 ms | p50/bound | faithful | dilation |")
     print("|---|---|---|---|---|---|---|")
     for mtu in (int(m) for m in args.mtus.split(",")):
         s = run_one(mtu, args)
-        fid = s.get("fidelity") or {}
-        ratio = fid.get("calm_bound_ratio")
         print(
             f"| {mtu} | {s.get('cpu_ms_per_mib') or float('nan'):.2f} "
             f"| {TARGET_MS_PER_MIB.get(mtu, float('nan')):.0f} "
             f"| {s.get('p50_no_burst_ms', s.get('p50_ms', float('nan'))):.1f} "
-            f"| {ratio if ratio is not None else float('nan'):.2f} "
+            f"| {calm_bound_ratio(s):.2f} "
             f"| {s.get('faithful')} | {s.get('dilation', 1.0)} |"
         )
     return 0

@@ -1,0 +1,35 @@
+"""One `testbed run --workload allreduce --burst none --json` as a benchmark step, and the
+fidelity figures a benchmark row prints from its summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+
+def allreduce_run(label: str, *flags: str) -> dict:
+    """The run's --json summary; a run that fails without a summary ends the benchmark."""
+    argv = [
+        sys.executable, "-m", "testbed.cli", "run", "--workload", "allreduce",
+        "--burst", "none", "--label", label, "--json", *flags,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    if not done.stdout.strip():
+        raise SystemExit(f"{label}: testbed run failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def calm_bound_ratio(summary: dict) -> float:
+    """Calm rounds over their pacing bound (the verdict's figure), NaN when not judged."""
+    ratio = (summary.get("fidelity") or {}).get("calm_bound_ratio")
+    return float("nan") if ratio is None else float(ratio)
+
+
+def add_run_arguments(ap: argparse.ArgumentParser, size_mib: float) -> None:
+    """The all-reduce a benchmark runs: transport, rounds, bucket size, workers."""
+    ap.add_argument("--transport", default="dblp")
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--size-mib", type=float, default=size_mib)
+    ap.add_argument("--workers", type=int, default=4)
