@@ -57,12 +57,6 @@ class Quantile:
             return f"max (n={self.n})"
         return f"p{100 * self.q:g} (n={self.n})"
 
-    def reported(self) -> float | str | None:
-        """The JSON form: a number when the rule holds, else the "max X (n=N)" string."""
-        if self.n == 0:
-            return None
-        return str(self) if self.is_max else float(self.value)
-
 
 def quantile(values: Sequence[float] | np.ndarray, q: float) -> Quantile:
     """Quantile q of the finite values, under the 10/(1-q) sample rule."""

@@ -15,10 +15,10 @@ def test_quantile_needs_enough_samples_else_reports_max():
     few = quantile(np.arange(19.0), 0.5)
     assert few.is_max and few.value == 18.0 and few.n == 19
     assert str(few) == "max 18.00 (n=19)"
-    assert few.reported() == "max 18.00 (n=19)"
+    assert few.number == 18.0 and few.rule == "max (n=19)"
     enough = quantile(np.arange(20.0), 0.5)
     assert not enough.is_max and enough.value == pytest.approx(9.5)
-    assert enough.reported() == pytest.approx(9.5)
+    assert enough.number == pytest.approx(9.5) and enough.rule == "p50 (n=20)"
 
 
 def test_p99_switches_at_1000_samples():
@@ -29,7 +29,7 @@ def test_p99_switches_at_1000_samples():
 
 def test_quantile_ignores_nan_and_handles_empty():
     assert quantile([math.nan] * 30, 0.5).n == 0
-    assert quantile([], 0.5).reported() is None
+    assert math.isnan(quantile([], 0.5).number) and quantile([], 0.5).rule == "none (n=0)"
     assert quantile([1.0] * 20 + [math.nan], 0.5).n == 20
 
 
