@@ -20,11 +20,11 @@ invariant it has breaks. The sham-vs-none shift is a sweep-level check (`sham_sh
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis import schema
@@ -79,7 +79,7 @@ def _pace_mbps(info: schema.RunInfo) -> float | None:
 def _wire_bytes(payload: pd.Series, mtu: int) -> pd.Series:
     """float32 payload bytes as the L2 bytes their datagrams cost."""
     per_dgram = (mtu - 28 - 40) // 4 * 4
-    return payload + (payload / per_dgram).apply(math.ceil) * DGRAM_OVERHEAD
+    return payload + np.ceil(payload / per_dgram) * DGRAM_OVERHEAD
 
 
 def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> Fidelity:
