@@ -7,7 +7,11 @@ Started in its host before the run (so an event costs a line on a pipe, not a pr
     quit / EOF          -> exit
 
 Datagrams are 1500-byte IP packets to the discard port; pacing is by absolute deadlines, so a
-late wake-up sends the packets that were due (a short train) and keeps the average rate.
+late wake-up sends the packets that were due (a short train) and keeps the average rate. Each
+sender sprays its packets over `PORTS` sockets (source ports) in turn, as a sender of several
+flows would: ECMP hashes each port apart, so the burst spreads over the fabric's paths and
+converges at the target's downlink. With one port per sender, all of a run's senders hash onto
+one aggregation router about one run in eight (k=4), and the burst is dropped one hop early.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ PAYLOAD = bytes(1472)  # + 8 UDP + 20 IP = 1500 bytes on the wire
 PORT = 9
 TICK_S = 0.0005
 MAX_TRAIN = 16
+PORTS = 8
 
 
 def main() -> int:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(PORTS)]
     flows: dict[str, list[float]] = {}  # dst -> [interval_s, next_due, sent]
     out = sys.stdout
     out.write("ready\n")
@@ -63,7 +68,7 @@ def main() -> int:
             n = 0
             while flow[1] <= now and n < MAX_TRAIN:
                 with contextlib.suppress(OSError):  # a full local queue drops silently anyway
-                    sock.sendto(PAYLOAD, (dst, PORT))
+                    socks[int(flow[2]) % PORTS].sendto(PAYLOAD, (dst, PORT))
                 flow[1] += flow[0]
                 flow[2] += 1
                 n += 1
