@@ -15,11 +15,9 @@ TEXT_COLUMNS = {
     "workload",
     "label",
     "preset",
-    "presets",
     "transport",
     "baseline",
     "baseline_transport",
-    "burst_speedup_max_preset",
     "status",
     "reason",
     "warnings",
@@ -76,7 +74,8 @@ def test_numbers_are_formatted_for_people(bench):
     text = bench.path.read_text()
     assert not re.search(r"\d\.\d+e[+-]\d", text), "scientific notation"
     assert not re.search(r"\d\.\d{5,}", text), "raw float digits"
-    assert "burst-round speedup (×)" in text and "p50 in burst (ms)" in text
+    assert "in-burst mean ratio (×)" in text and "p50 in burst (ms)" in text
+    assert "speedup" not in text  # the ratio of means is not called the paper's statistic
     assert fmt_num(12270.5) == "12,270" and fmt_num(0.9721448421478271) == "0.972"
     assert fmt_pct(3.87e-06) == "<0.1%" and fmt_pct(0.1298) == "13.0%"
 
@@ -144,3 +143,23 @@ def test_a_report_of_only_unfinished_runs_shows_their_partial_data_apart(tmp_pat
     assert (
         "| one | allreduce | dblp | heavy | 0 | interrupted | received SIGINT | 29 | 30 |" in left
     )
+
+
+def test_a_timeout_sweep_keeps_the_headline_to_the_adaptive_baseline(tmp_path):
+    """Nine optireduce baselines make nine paper rows: the first screen keeps the row vs
+    `optireduce` and links the section that holds all nine."""
+    dirs = [write_run(tmp_path, "d", transport="dblp", burst_ms=60.0)]
+    dirs.append(write_run(tmp_path, "o", transport="optireduce", burst_ms=300.0))
+    for x in (1.5, 2, 3, 4, 5, 6, 7, 8):
+        dirs.append(
+            write_run(tmp_path, f"o{x:g}", transport="optireduce", burst_ms=20.0 * x,
+                      spec={"label": f"optireduce-t{x:g}x", "optireduce_mode": "fixed"})
+        )  # fmt: skip
+    rep = write_report(dirs, tmp_path / "rep")
+    assert len(rep.tables["paper"]) == 9
+    assert list(rep.headline["vs"]) == ["optireduce"]
+    text = rep.path.read_text()
+    top = text.split("## Round latency")[0]
+    section = "## The paper's statistics vs every optireduce baseline"
+    assert "(#the-papers-statistics-vs-every-optireduce-baseline)" in top and section in top
+    assert top.split(section)[1].count("| heavy | dblp | optireduce-t") == 8

@@ -68,18 +68,18 @@ def test_latency_quantile_without_rounds_is_nan(tmp_path):
     assert row.p50_in_ms != row.p50_in_ms and row.max_in_ms != row.max_in_ms  # NaN
 
 
-def test_burst_round_speedup_and_e2e_reduction(three_way):
+def test_in_burst_mean_ratio_and_e2e_reduction(three_way):
     comp = tables.comparisons(tables.run_metrics(three_way))
     c = _row(comp, label="dblp", baseline="optireduce")
-    assert c.burst_speedup == pytest.approx(5.0)
-    assert (c.burst_speedup_lo, c.burst_speedup_hi) == pytest.approx((5.0, 5.0))
+    assert c.burst_mean_ratio == pytest.approx(5.0)
+    assert (c.burst_mean_ratio_lo, c.burst_mean_ratio_hi) == pytest.approx((5.0, 5.0))
     assert c.paired
     t_dblp = expected_train_s(60, 20.0, 60.0, N_BURST)
     t_opt = expected_train_s(60, 20.0, 300.0, N_BURST)
     assert c.e2e_reduction == pytest.approx(1 - t_dblp / t_opt)
     assert c.acc_delta == pytest.approx(0.02)
-    assert _row(comp, label="dblp", baseline="tcp").burst_speedup == pytest.approx(15.0)
-    assert _row(comp, label="optireduce", baseline="tcp").burst_speedup == pytest.approx(3.0)
+    assert _row(comp, label="dblp", baseline="tcp").burst_mean_ratio == pytest.approx(15.0)
+    assert _row(comp, label="optireduce", baseline="tcp").burst_mean_ratio == pytest.approx(3.0)
 
 
 def test_paper_ratios_only_against_optireduce(three_way):
@@ -90,36 +90,49 @@ def test_paper_ratios_only_against_optireduce(three_way):
     assert set(paper.label) == {"dblp"}  # only the published system beside published figures
     assert "tcp" in set(t["comparisons"].query("baseline == 'optireduce'").label)
     d = _row(paper, label="dblp")
-    assert d.burst_speedup_max == pytest.approx(5.0)
-    assert d.published_burst_speedup_max == 5.88
+    # the per-event statistic: every one of the 3 seeds' 10 hit rounds, 300 ms over 60 ms
+    assert d.event_ratio_max == pytest.approx(5.0) and d.event_ratio_median == pytest.approx(5.0)
+    assert (d.events, d.seeds) == (3, 3)  # one event per seed (10 rounds long)
+    assert d.calm_ratio == pytest.approx(1.0)
+    assert d.published_event_ratio_max == 5.88
     assert d.published_e2e_reduction_mean == 0.244 and d.published_e2e_reduction_max == 0.339
+    c = _row(t["comparisons"], label="dblp", baseline="optireduce")
+    assert (d.e2e_reduction, d.e2e_reduction_lo, d.e2e_reduction_hi, d.n) == (
+        c.e2e_reduction, c.e2e_reduction_lo, c.e2e_reduction_hi, c.n
+    )  # fmt: skip
 
 
-def test_paper_ratios_leave_out_presets_without_bursts(tmp_path):
+def test_paper_rows_per_bursty_preset_from_the_per_event_statistic(tmp_path):
+    """A row per bursty preset; none and sham are left out. The burst figure is the max over
+    events of the paired hit-round ratio: one event at 600 ms beside nine at 300 ms gives a
+    max of 10x where the ratio of in-burst means says 5.5x."""
     dirs = []
     for preset, opt_ms in (("none", 20.0), ("sham", 20.0), ("heavy", 300.0), ("light", 120.0)):
+        bursty = preset in ("heavy", "light")
+        rounds = tuple((i, i + 1) for i in range(10, 20)) if bursty else ((10, 20),)
         dirs.append(
-            write_run(
-                tmp_path, f"o-{preset}", transport="optireduce", preset=preset, burst_ms=opt_ms
-            )
-        )
+            write_run(tmp_path, f"o-{preset}", transport="optireduce", preset=preset,
+                      burst_ms=opt_ms, burst_rounds=rounds)
+        )  # fmt: skip
         dirs.append(
-            write_run(
-                tmp_path,
-                f"d-{preset}",
-                transport="dblp",
-                preset=preset,
-                burst_ms=60.0 if preset in ("heavy", "light") else 20.0,
-            )
-        )
+            write_run(tmp_path, f"d-{preset}", transport="dblp", preset=preset,
+                      burst_ms=60.0 if bursty else 20.0, burst_rounds=rounds)
+        )  # fmt: skip
+    from analysis.schema import read_table, write_table
+
+    r = read_table(dirs[4], "rounds")  # o-heavy: the round event 0 hit takes twice as long
+    r.loc[r["round"] == 10, "latency_ms"] *= 2
+    write_table(dirs[4], "rounds", r)
     t = tables.build_tables(load_runs(dirs))
-    d = _row(t["paper"], label="dblp")
-    assert d.presets == "heavy, light"
-    assert d.burst_speedup_max == pytest.approx(5.0) and d.burst_speedup_max_preset == "heavy"
-    red = t["comparisons"].set_index(["preset", "label", "baseline"])["e2e_reduction"]
-    expected = (red["heavy", "dblp", "optireduce"] + red["light", "dblp", "optireduce"]) / 2
-    assert d.e2e_reduction_mean == pytest.approx(expected)
-    assert d.e2e_reduction_max == pytest.approx(red["heavy", "dblp", "optireduce"])
+    paper = t["paper"].set_index("preset")
+    assert sorted(paper.index) == ["heavy", "light"]
+    heavy, light = paper.loc["heavy"], paper.loc["light"]
+    assert heavy.event_ratio_max == pytest.approx(10.0)
+    assert heavy.event_ratio_median == pytest.approx(5.0) and heavy.events == 10
+    assert light.event_ratio_max == pytest.approx(2.0)
+    comp = t["comparisons"].set_index(["preset", "label", "baseline"])
+    assert comp.loc[("heavy", "dblp", "optireduce"), "burst_mean_ratio"] == pytest.approx(5.5)
+    assert heavy.e2e_reduction == comp.loc[("heavy", "dblp", "optireduce"), "e2e_reduction"]
 
 
 def test_paper_rows_are_not_optireduce_variants_vs_each_other(tmp_path):
@@ -226,7 +239,7 @@ def test_unpaired_when_repeats_differ(tmp_path):
     ]
     c = _row(tables.comparisons(tables.run_metrics(load_runs(d))), label="dblp")
     assert not c.paired
-    assert c.burst_speedup == pytest.approx((300.0 * 200.0) ** 0.5 / 50.0)
+    assert c.burst_mean_ratio == pytest.approx((300.0 * 200.0) ** 0.5 / 50.0)
 
 
 def test_training_loss_and_counters(three_way):
