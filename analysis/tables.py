@@ -1,4 +1,5 @@
-"""The report's tables, from loaded runs: latency, comparisons, training, loss, validity, paper.
+"""The report's tables, from loaded runs: latency, comparisons, events, paper, timeout axis,
+training, loss, validity.
 
 Definitions (one place, so every table agrees):
 - A round is the `total` rows of one (run, round), warm-up rounds excluded; its latency is the
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Runs, load_run, origins
+from analysis.schema import read_run_info
 from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
 from analysis.windows import applied_windows, in_burst
 
@@ -45,11 +47,17 @@ GROUP = ["workload", "label", "preset"]
 BASELINE_TRANSPORTS = ("tcp", "optireduce")
 PAPER_SYSTEM = "dblp"
 PAPER_BASELINE = "optireduce"
+#: optireduce's mode that adapts its timeout (under a hard cap); "fixed" waits for the cap.
+ADAPTIVE_MODE = "adaptive"
 #: Presets that impair no worker link: excluded from the paper's (bursty-network) ratios.
 NON_BURST_PRESETS = ("none", "sham")
 #: Published figures of the DBLP paper, both vs OptiReduce (its bounded-time baseline).
 PUBLISHED = {"e2e_reduction_mean": 0.244, "e2e_reduction_max": 0.339, "event_ratio_max": 5.88}
 DEFAULT_TARGET_FRACTION = 0.95
+#: Quantiles of the per-event ratios the events table reports (the paper's "up to" is the max).
+EVENT_QUANTILES = {"median": 0.5, "p90": 0.9, "max": 1.0}
+#: The per-event statistic's columns, wherever it is shown (events, paper, timeout axis).
+EVENT_STATS = ["events", "seeds", *(f"event_ratio_{k}" for k in EVENT_QUANTILES), "calm_ratio"]
 
 
 def round_level(runs: Runs) -> pd.DataFrame:
@@ -428,15 +436,8 @@ _PAPER_COLUMNS = [
     "e2e_reduction_lo",
     "e2e_reduction_hi",
     "n",
-    "events",
-    "seeds",
-    "event_ratio_max",
-    "event_ratio_p90",
-    "event_ratio_median",
-    "calm_ratio",
-    "published_e2e_reduction_mean",
-    "published_e2e_reduction_max",
-    "published_event_ratio_max",
+    *EVENT_STATS,
+    *(f"published_{k}" for k in PUBLISHED),
     "validity",
 ]
 
@@ -453,9 +454,7 @@ def paper_table(comp: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     keys = ["workload", "preset", "label", "baseline"]
     c = paper_comparisons(comp)
     cols = [*keys, "e2e_reduction", "e2e_reduction_lo", "e2e_reduction_hi", "n", "validity"]
-    ev_cols = ["events", "seeds", "event_ratio_max", "event_ratio_p90", "event_ratio_median",
-               "calm_ratio"]  # fmt: skip
-    t = c[cols].merge(events[[*keys, *ev_cols]], on=keys, how="left")
+    t = c[cols].merge(events[[*keys, *EVENT_STATS]], on=keys, how="left")
     for name, value in PUBLISHED.items():
         t[f"published_{name}"] = value
     return t.sort_values(keys, ignore_index=True)[_PAPER_COLUMNS]
@@ -501,10 +500,6 @@ def event_rounds(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["run_id", "event_id", "round", "latency_ms"])
 
 
-#: Quantiles of the per-event ratios the events table reports (the paper's "up to" is the max).
-EVENT_QUANTILES = {"median": 0.5, "p90": 0.9, "max": 1.0}
-
-
 def event_table(
     rl: pd.DataFrame, bursts: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS
 ) -> pd.DataFrame:
@@ -515,7 +510,7 @@ def event_table(
     counts the paired events, `seeds` the repeats they came from."""
     hits = event_rounds(rl, bursts)
     cols = ["workload", "preset", "label", "transport", "baseline", "baseline_transport"]
-    cols += ["events", "seeds", *(f"event_ratio_{k}" for k in EVENT_QUANTILES), "calm_ratio"]
+    cols += EVENT_STATS
     if hits.empty:
         return pd.DataFrame(columns=cols)
     info = rl.drop_duplicates("run_id").set_index("run_id")
@@ -555,6 +550,125 @@ def event_table(
     return pd.DataFrame(rows, columns=cols)
 
 
+def calibration(runs: Runs) -> pd.DataFrame:
+    """Per run: run_id, optireduce mode, and the calibrated burst-free round it ran against,
+    from run.json `transport_params` (rank 0's view, agreed over ranks): p50_ms and t_max_ms
+    (the hard cap), both in the emulated time of the tables (divided by the run's dilation).
+    cap_x = t_max_ms / p50_ms as played, else the spec's requested `t_max_p50`; NaN for a run
+    that calibrated nothing (tcp, an older run.json)."""
+    rows = []
+    cols = ["run_id", "transport", "dir", "spec", "dilation"]
+    for run_id, transport, d, spec, dilation in runs.runs[cols].itertuples(index=False):
+        params = read_run_info(Path(d)).transport_params
+        config = params.get("config") or {}
+        scale = max(float(dilation or 1.0), 1.0)
+        p50, t_max = params.get("p50_ms"), params.get("t_max_ms")
+        requested = spec.get("t_max_p50", config.get("t_max_p50"))
+        cap_x = t_max / p50 if p50 and t_max else requested
+        rows.append(
+            {
+                "run_id": run_id,
+                "mode": (
+                    str(config.get("optireduce_mode") or spec.get("optireduce_mode", ADAPTIVE_MODE))
+                    if transport == PAPER_BASELINE
+                    else ""
+                ),
+                "p50_ms": float(p50) / scale if p50 else math.nan,
+                "t_max_ms": float(t_max) / scale if t_max else math.nan,
+                "cap_x": float(cap_x) if cap_x else math.nan,
+            }
+        )
+    return pd.DataFrame(rows, columns=["run_id", "mode", "p50_ms", "t_max_ms", "cap_x"])
+
+
+#: The timeout-axis table's columns.
+_TIMEOUT_COLUMNS = [
+    "workload",
+    "preset",
+    "label",
+    "baseline",
+    "mode",
+    "timeout_x",
+    "cap_x",
+    "hit_x",
+    *EVENT_STATS,
+]
+
+
+def timeout_axis(
+    rl: pd.DataFrame, bursts: pd.DataFrame, events: pd.DataFrame, calib: pd.DataFrame
+) -> pd.DataFrame:
+    """The paper's per-event statistic against the baseline's timeout: per (workload, bursty
+    preset, dblp label) with at least two optireduce labels, a row per optireduce label.
+
+    cap_x: its hard cap over its calibrated calm p50 (median over its runs); hit_x: its median
+    hit round over that p50, what a burst cost it; timeout_x, the x it is drawn at: cap_x for
+    a fixed timeout, hit_x for the adaptive mode (whose cap is a ceiling it adapts under).
+    Empty when no preset has several optireduce timeouts."""
+    ev = events[
+        (events["baseline_transport"] == PAPER_BASELINE)
+        & (events["transport"] == PAPER_SYSTEM)
+        & ~events["preset"].isin(NON_BURST_PRESETS)
+    ]
+    if ev.empty:
+        return pd.DataFrame(columns=_TIMEOUT_COLUMNS)
+    calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median()
+    per_run = calib.set_index("run_id")
+    p50 = per_run["p50_ms"].fillna(calm.reindex(per_run.index))  # measured, when not calibrated
+    hits = event_rounds(rl, bursts)
+    hits["hit_x"] = hits["latency_ms"] / hits["run_id"].map(p50)
+    info = rl.drop_duplicates("run_id")[["run_id", *GROUP]]
+    rows = []
+    for _, g in ev.groupby(["workload", "preset", "label"]):
+        if g["baseline"].nunique() < 2:
+            continue
+        for r in g.itertuples(index=False):
+            runs_b = info.loc[
+                (info["workload"] == r.workload)
+                & (info["preset"] == r.preset)
+                & (info["label"] == r.baseline),
+                "run_id",
+            ]
+            modes = per_run.loc[per_run.index.isin(runs_b), "mode"]
+            mode = modes.mode().iloc[0] if not modes.empty else ""
+            cap_x = float(per_run.loc[per_run.index.isin(runs_b), "cap_x"].median())
+            hit_x = float(hits.loc[hits["run_id"].isin(runs_b), "hit_x"].median())
+            rows.append(
+                {
+                    **{k: getattr(r, k) for k in ("workload", "preset", "label", "baseline")},
+                    "mode": mode,
+                    "timeout_x": hit_x if mode == ADAPTIVE_MODE else cap_x,
+                    "cap_x": cap_x,
+                    "hit_x": hit_x,
+                    **{k: getattr(r, k) for k in EVENT_STATS},
+                }
+            )
+    t = pd.DataFrame(rows, columns=_TIMEOUT_COLUMNS)
+    return t.sort_values(["workload", "preset", "label", "mode", "timeout_x"], ignore_index=True)
+
+
+def timeout_reaching(axis: pd.DataFrame, level: float) -> pd.DataFrame:
+    """Per (workload, preset, label) of the timeout axis: the fixed timeout multiple at which
+    the per-event max first reaches `level`, linearly interpolated between swept points
+    (reached_x; NaN when it never does), the swept range, and the largest max and where."""
+    cols = ["workload", "preset", "label", "reached_x", "swept_lo", "swept_hi", "best", "best_x"]
+    rows = []
+    fixed = axis[(axis["mode"] != ADAPTIVE_MODE) & axis["timeout_x"].notna()]
+    for (workload, preset, label), g in fixed.groupby(["workload", "preset", "label"]):
+        g = g.sort_values("timeout_x")
+        x, y = g["timeout_x"].to_numpy(float), g["event_ratio_max"].to_numpy(float)
+        reached = math.nan
+        up = np.flatnonzero(y >= level)
+        if up.size:
+            i = int(up[0])
+            reached = (
+                x[0] if i == 0 else float(np.interp(level, y[i - 1 : i + 1], x[i - 1 : i + 1]))
+            )
+        k = int(np.nanargmax(y))
+        rows.append((workload, preset, label, reached, x[0], x[-1], y[k], x[k]))
+    return pd.DataFrame(rows, columns=cols)
+
+
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
     """Every report table, by name; target_acc None picks `default_target`.
 
@@ -566,12 +680,14 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
     metrics = all_metrics[all_metrics["status"] == "ok"]
     ok, left = runs.aggregated(), runs.left_out()
     comp = comparisons(metrics, left_out=left)
-    events = event_table(round_level(ok), ok.bursts)
+    rl = round_level(ok)
+    events = event_table(rl, ok.bursts)
     return {
-        "latency": latency_table(ok, left_out=left),
+        "latency": latency_table(ok, rl, left),
         "comparisons": comp,
         "paper": paper_table(comp, events),
         "events": events,
+        "timeout_axis": timeout_axis(rl, ok.bursts, events, calibration(ok)),
         "training": training_table(metrics, target_acc, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),

@@ -24,6 +24,7 @@ TEXT_COLUMNS = {
     "rejections",
     "validity",
     "probe",
+    "mode",
 }
 
 

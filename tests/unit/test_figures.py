@@ -1,6 +1,7 @@
 import pytest
 from matplotlib.container import ErrorbarContainer
 from synthetic_runs import write_run
+from test_timeout_axis import write_timeout_sweep
 
 from analysis import figures, tables
 from analysis.load import load_runs
@@ -155,3 +156,19 @@ def test_epsilon_figure_with_nothing_to_draw_has_no_legend_and_still_saves(tmp_p
     ]
     rl = tables.round_level(load_runs(dirs))
     assert _is_png(figures.epsilon_and_loss(rl, tmp_path / "eps.png"))
+
+
+def test_timeout_figure_marks_the_adaptive_point_and_the_published_line(tmp_path, drawn):
+    runs = load_runs(write_timeout_sweep(tmp_path / "runs", seeds=(0,)))
+    figures.make_figures(runs, tables.build_tables(runs), tmp_path / "fig")
+    fig = drawn["timeout_axis.png"]
+    (ax,) = fig.get_axes()
+    assert ax.get_legend() is None and fig.legends  # the legend is below, not on the data
+    assert any(t.get_text() == "published 5.88×" for t in ax.texts)
+    ys = {round(line.get_ydata()[0], 2) for line in ax.get_lines() if len(line.get_ydata()) == 2}
+    assert {5.88, 1.0} <= ys  # the published max and the y = 1 reference
+    diamonds = [line for line in ax.get_lines() if line.get_marker() == "D"]
+    assert [list(line.get_xdata()) for line in diamonds] == [[pytest.approx(2.0)]] * 3
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ticks == ["1.5×", "2×", "3×", "4×", "6×", "8×"]
+    assert "calm-round p50" in ax.get_xlabel() and "optireduce / dblp" in ax.get_ylabel()
