@@ -49,6 +49,8 @@ PAPER_SYSTEM = "dblp"
 PAPER_BASELINE = "optireduce"
 #: optireduce's mode that adapts its timeout (under a hard cap); "fixed" waits for the cap.
 ADAPTIVE_MODE = "adaptive"
+#: dblp's ε policy when its phase detector runs (ε_critical in critical phases, else ε_stable).
+PHASE_AWARE = "phase-aware"
 #: Presets that impair no worker link: excluded from the paper's (bursty-network) ratios.
 NON_BURST_PRESETS = ("none", "sham")
 #: Published figures of the DBLP paper, both vs OptiReduce (its bounded-time baseline).
@@ -179,6 +181,10 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
                 "loss_in": float(inb["delivered_loss"].mean()) if len(inb) else math.nan,
                 "loss_out": float(outb["delivered_loss"].mean()) if len(outb) else math.nan,
                 "loss_mean": float(r["delivered_loss"].mean()) if len(r) else math.nan,
+                "eps_mean": float(r["epsilon"].mean()) if len(r) else math.nan,
+                "critical_share": (
+                    float((r["train_phase"] == "critical").mean()) if len(r) else math.nan
+                ),
                 "nacks": int(r["nacks"].sum()),
                 "retx_pkts": int(r["retx_pkts"].sum()),
                 "cap_hits": int(r["cap_hit"].sum()),
@@ -550,35 +556,55 @@ def event_table(
     return pd.DataFrame(rows, columns=cols)
 
 
-def calibration(runs: Runs) -> pd.DataFrame:
-    """Per run: run_id, optireduce mode, and the calibrated burst-free round it ran against,
-    from run.json `transport_params` (rank 0's view, agreed over ranks): p50_ms and t_max_ms
-    (the hard cap), both in the emulated time of the tables (divided by the run's dilation).
-    cap_x = t_max_ms / p50_ms as played, else the spec's requested `t_max_p50`; NaN for a run
-    that calibrated nothing (tcp, an older run.json)."""
+def run_params(runs: Runs) -> pd.DataFrame:
+    """Per run, what its transport played by, from run.json `transport_params` (the spec only
+    where the run.json does not say):
+
+    - mode: optireduce's ("adaptive" | "fixed"; "" for other transports);
+    - p50_ms, t_max_ms: the calibrated burst-free round (rank 0's view, agreed over ranks) and
+      the hard cap, in the tables' emulated time (divided by the run's dilation); cap_x =
+      t_max_ms / p50_ms as played, else the spec's requested `t_max_p50`; NaN when nothing was
+      calibrated (tcp, an older run.json);
+    - eps_policy, pinned_eps: dblp's ε policy, "phase-aware" or "ε pinned at X" (phase off:
+      the pinned ε, which defaults to the stable-phase ε); "" and NaN for other transports.
+    """
     rows = []
     cols = ["run_id", "transport", "dir", "spec", "dilation"]
     for run_id, transport, d, spec, dilation in runs.runs[cols].itertuples(index=False):
         params = read_run_info(Path(d)).transport_params
-        config = params.get("config") or {}
+        config, phase = params.get("config") or {}, params.get("phase") or {}
         scale = max(float(dilation or 1.0), 1.0)
         p50, t_max = params.get("p50_ms"), params.get("t_max_ms")
         requested = spec.get("t_max_p50", config.get("t_max_p50"))
         cap_x = t_max / p50 if p50 and t_max else requested
+        mode = config.get("optireduce_mode") or spec.get("optireduce_mode", ADAPTIVE_MODE)
+        phased = phase.get("enabled", spec.get("phase", "on") != "off")
+        pinned = phase.get("pinned_epsilon", spec.get("epsilon"))
+        if pinned is None:
+            pinned = phase.get("eps_stable")
+        is_dblp = transport == PAPER_SYSTEM
+        pinned_eps = float(pinned) if is_dblp and not phased and pinned is not None else math.nan
         rows.append(
             {
                 "run_id": run_id,
-                "mode": (
-                    str(config.get("optireduce_mode") or spec.get("optireduce_mode", ADAPTIVE_MODE))
-                    if transport == PAPER_BASELINE
-                    else ""
-                ),
+                "mode": str(mode) if transport == PAPER_BASELINE else "",
                 "p50_ms": float(p50) / scale if p50 else math.nan,
                 "t_max_ms": float(t_max) / scale if t_max else math.nan,
                 "cap_x": float(cap_x) if cap_x else math.nan,
+                "eps_policy": _eps_policy(phased, pinned) if is_dblp else "",
+                "pinned_eps": pinned_eps,
             }
         )
-    return pd.DataFrame(rows, columns=["run_id", "mode", "p50_ms", "t_max_ms", "cap_x"])
+    return pd.DataFrame(rows, columns=_RUN_PARAMS)
+
+
+_RUN_PARAMS = ["run_id", "mode", "p50_ms", "t_max_ms", "cap_x", "eps_policy", "pinned_eps"]
+
+
+def _eps_policy(phased: bool, pinned: float | None) -> str:
+    if phased:
+        return PHASE_AWARE
+    return f"ε pinned at {pinned:g}" if pinned is not None else "phase off"
 
 
 #: The timeout-axis table's columns.
@@ -596,7 +622,7 @@ _TIMEOUT_COLUMNS = [
 
 
 def timeout_axis(
-    rl: pd.DataFrame, bursts: pd.DataFrame, events: pd.DataFrame, calib: pd.DataFrame
+    rl: pd.DataFrame, bursts: pd.DataFrame, events: pd.DataFrame, params: pd.DataFrame
 ) -> pd.DataFrame:
     """The paper's per-event statistic against the baseline's timeout: per (workload, bursty
     preset, dblp label) with at least two optireduce labels, a row per optireduce label.
@@ -613,7 +639,7 @@ def timeout_axis(
     if ev.empty:
         return pd.DataFrame(columns=_TIMEOUT_COLUMNS)
     calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median()
-    per_run = calib.set_index("run_id")
+    per_run = params.set_index("run_id")
     p50 = per_run["p50_ms"].fillna(calm.reindex(per_run.index))  # measured, when not calibrated
     hits = event_rounds(rl, bursts)
     hits["hit_x"] = hits["latency_ms"] / hits["run_id"].map(p50)
@@ -669,6 +695,89 @@ def timeout_reaching(axis: pd.DataFrame, level: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+#: The exact transports (nothing lost), in the order the ablation takes its reference from.
+EXACT_TRANSPORTS = ("reliable", "tcp")
+#: The pinned ε whose training time phase-aware dblp is held against: its stable-phase ε.
+FAST_EPSILON = 0.2
+
+
+def phase_ablation(
+    metrics: pd.DataFrame, params: pd.DataFrame, left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """dblp's ε policies on training runs (runs with evaluations), beside tcp, reliable and
+    optireduce: per (workload, preset, label) training time, time to target, final accuracy
+    and mean delivered loss (mean ± 95% CI over seeds), share of rounds in a critical phase
+    and mean ε; Δ final accuracy vs the exact reference (`exact_baseline`: reliable, else
+    tcp) and training time over the dblp label with ε pinned at FAST_EPSILON
+    (`time_vs_fast`), both paired by seed. Empty without a dblp training run."""
+    kinds = (PAPER_SYSTEM, *EXACT_TRANSPORTS, PAPER_BASELINE)
+    m = metrics[metrics["final_acc"].notna() & metrics["transport"].isin(kinds)]
+    m = m.merge(params[["run_id", "eps_policy", "pinned_eps"]], on="run_id", how="left")
+    rows = []
+    for (workload, preset), g in m.groupby(["workload", "preset"]):
+        if not (g["transport"] == PAPER_SYSTEM).any():
+            continue
+        exact_labels = [
+            sorted(g.loc[g["transport"] == t, "label"].unique()) for t in EXACT_TRANSPORTS
+        ]
+        exact = next((labels[0] for labels in exact_labels if labels), "")
+        fast = sorted(g.loc[np.isclose(g["pinned_eps"], FAST_EPSILON), "label"].unique())
+        refs = {
+            "acc_delta": (exact, "final_acc", diff_ci),
+            "time_vs_fast": (fast[0] if fast else "", "train_s", ratio_ci),
+        }
+        for label, a in g.groupby("label"):
+            row = {"workload": workload, "preset": preset, "label": label,
+                   "transport": a["transport"].iloc[0], "eps_policy": a["eps_policy"].iloc[0],
+                   "pinned_eps": a["pinned_eps"].iloc[0], "runs": len(a)}  # fmt: skip
+            for col in ("train_s", "tta_s", "final_acc", "loss_mean"):
+                row.update(_est(col, mean_ci(a[col].to_numpy())))
+            row["critical_share"] = float(a["critical_share"].mean())
+            row["eps_mean"] = float(a["eps_mean"].mean())
+            for name, (ref, col, compare) in refs.items():
+                est = _nan_est()
+                if ref and ref != label:
+                    x, y, paired = _paired(a, g[g["label"] == ref], col)
+                    if len(x) and len(y):
+                        est = compare(x, y, paired=paired)
+                row.update(_est(name, est))
+            row["exact_baseline"] = exact
+            row["validity"] = _flags(
+                a, _left_of(left_out, workload=workload, preset=preset, label=label)
+            )
+            rows.append(row)
+    t = pd.DataFrame(rows, columns=_ABLATION_COLUMNS)
+    order = t["transport"].map({k: i for i, k in enumerate(kinds)})
+    return (
+        t.assign(_o=order)
+        .sort_values(["workload", "preset", "_o", "label"])
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
+
+
+_ABLATION_COLUMNS = [
+    "workload",
+    "preset",
+    "label",
+    "transport",
+    "eps_policy",
+    "pinned_eps",
+    "runs",
+    *(
+        f"{c}{s}"
+        for c in ("train_s", "tta_s", "final_acc", "loss_mean")
+        for s in ("", "_lo", "_hi")
+    ),
+    "critical_share",
+    "eps_mean",
+    *(f"acc_delta{s}" for s in ("", "_lo", "_hi")),
+    *(f"time_vs_fast{s}" for s in ("", "_lo", "_hi")),
+    "exact_baseline",
+    "validity",
+]
+
+
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
     """Every report table, by name; target_acc None picks `default_target`.
 
@@ -682,13 +791,15 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
     comp = comparisons(metrics, left_out=left)
     rl = round_level(ok)
     events = event_table(rl, ok.bursts)
+    params = run_params(ok)
     return {
         "latency": latency_table(ok, rl, left),
         "comparisons": comp,
         "paper": paper_table(comp, events),
         "events": events,
-        "timeout_axis": timeout_axis(rl, ok.bursts, events, calibration(ok)),
+        "timeout_axis": timeout_axis(rl, ok.bursts, events, params),
         "training": training_table(metrics, target_acc, left),
+        "phase_ablation": phase_ablation(metrics, params, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),
         "probes": probe_table(ok),

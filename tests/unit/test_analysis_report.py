@@ -25,6 +25,8 @@ TEXT_COLUMNS = {
     "validity",
     "probe",
     "mode",
+    "eps_policy",
+    "exact_baseline",
 }
 
 

@@ -129,7 +129,12 @@ def test_figures_a_paper_would_print(tmp_path, drawn):
     assert not [c for ax in bars.get_axes() for c in ax.containers
                 if isinstance(c, ErrorbarContainer)]  # fmt: skip
     assert "n=1" in _texts(bars)
-    assert "only 2 evaluations per run" in _texts(drawn["accuracy_vs_time.png"])
+    acc = drawn["accuracy_vs_time.png"]
+    assert "only 2 evaluations per run" in _texts(acc)
+    legend = [t.get_text() for t in acc.legends[0].get_texts()]
+    assert "burst windows, first repeat (heavy)" in legend
+    (ax,) = acc.get_axes()
+    assert len(ax.patches) == 1  # one event, the same under every transport: one band
 
 
 def test_headline_bars_claim_a_ci_only_with_repeats(tmp_path, drawn):

@@ -68,8 +68,8 @@ def built(sweep):
     return tables.build_tables(load_runs(sweep))
 
 
-def test_calibration_reads_the_timeout_as_played(sweep):
-    cal = tables.calibration(load_runs(sweep)).set_index("run_id")
+def test_run_params_reads_the_timeout_as_played(sweep):
+    cal = tables.run_params(load_runs(sweep)).set_index("run_id")
     assert cal.loc["o1.5-microburst-0", "cap_x"] == pytest.approx(1.5)
     assert cal.loc["o1.5-microburst-0", "mode"] == "fixed"
     assert cal.loc["oa-microburst-0", "mode"] == "adaptive"
@@ -79,13 +79,13 @@ def test_calibration_reads_the_timeout_as_played(sweep):
     )
 
 
-def test_calibration_under_dilation_is_in_the_tables_time(tmp_path):
+def test_run_params_under_dilation_is_in_the_tables_time(tmp_path):
     d = write_run(tmp_path, "o", transport="optireduce")
     calibrate(d, mode="fixed", cap_x=3.0, p50_ms=4 * P50_MS)
     info = json.loads((d / "run.json").read_text())
     info["dilation"] = 4.0
     (d / "run.json").write_text(json.dumps(info))
-    row = tables.calibration(load_runs([d])).iloc[0]
+    row = tables.run_params(load_runs([d])).iloc[0]
     assert row.p50_ms == pytest.approx(P50_MS) and row.cap_x == pytest.approx(3.0)
 
 
