@@ -7,6 +7,7 @@ import pytest
 
 from workloads.transport import wire
 from workloads.transport.completion import (
+    REPAIR_MARGIN,
     TAIL_GAPS,
     Dblp,
     OptiReduce,
@@ -15,7 +16,7 @@ from workloads.transport.completion import (
     idle_gap_s,
 )
 from workloads.transport.layout import Layout
-from workloads.transport.roundstate import RoundState, Timing, missing_runs
+from workloads.transport.roundstate import RoundState, Timing, missing_runs, within_quota
 
 GAP = 0.002
 
@@ -258,3 +259,22 @@ def test_a_non_finite_gathered_packet_counts_as_missing():
     assert rs.ga.missing == 10 and rs.missing_ranges(wire.GATHER, 3) == [(0, 10)]
     rs.finish()
     assert np.isfinite(rs.out).all()
+
+
+def test_dblp_asks_only_for_the_excess_beyond_eps_and_reliable_for_everything():
+    p = progress(expected=1000, received=700, epsilon=0.2)  # 300 missing, 200 allowed
+    assert Dblp().repair_elems(p) == int(REPAIR_MARGIN * 100)
+    assert Dblp().repair_elems(progress(expected=1000, received=850, epsilon=0.2)) == 0
+    assert Reliable().repair_elems(p) is None
+
+
+def test_repair_quota_is_shared_by_what_each_peer_owes_in_whole_packets():
+    owed = {0: [(0, 40), (100, 60)], 2: [(0, 100)]}  # 100 and 100 elements, 10 per packet
+    assert within_quota(owed, None, 10) == owed
+    assert within_quota(owed, 500, 10) == owed
+    cut = within_quota(owed, 50, 10)
+    assert cut == {0: [(0, 25 + 5)], 2: [(0, 30)]}  # 25 each, rounded up to whole packets
+    assert within_quota(owed, 0, 10) == {0: [], 2: []}
+    # a peer owing a little is still asked (ceil), never more than it owes
+    small = within_quota({0: [(0, 10)], 1: [(0, 990)]}, 100, 10)
+    assert small[0] == [(0, 10)] and sum(c for _, c in small[1]) == 100

@@ -17,7 +17,8 @@ data did not arrive:
   N / contributions received.
 - dblp: scatter sums are rescaled per element by N / contributions received (unbiased for
   the sum if loss is independent of the values); a missing gathered element becomes N * x, so
-  the hook's mean is this rank's own gradient x, its best local estimate of the mean.
+  the hook's mean is this rank's own gradient x, its best local estimate of the mean. Its NACKs
+  ask only for the excess beyond ε (`Dblp.repair_elems`); reliable's ask for everything.
 
 ε is a per-round input (the phase controller decides it per step): it reaches the policy on one
 route, `TransposeAllReduce.allreduce(epsilon=)` -> `StageProgress.epsilon`, checked once by
@@ -41,6 +42,9 @@ IDLE_GAP_PACKETS = 4
 TAIL_GAPS = 4  # silence before some peer's LAST packet counts as idle only after this long:
 TAIL_P50_FRACTION = 0.1  # max(TAIL_GAPS gaps, 10 % of the calibrated p50)
 SCATTER_SHARE = 0.5  # the scatter stage must end by round_start + SCATTER_SHARE * budget
+#: dblp asks for this multiple of the data it lacks beyond ε: the repairs cross the same
+#: bursty path, so some are lost too; what is still short is asked for again, smaller.
+REPAIR_MARGIN = 1.5
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -136,6 +140,10 @@ class CompletionPolicy(ABC):
         """Fill gathered elements that never arrived (out and own are equal-length slices)."""
         out[:] = own
 
+    def repair_elems(self, p: StageProgress) -> int | None:
+        """How many of the missing elements a NACK asks for; None: all of them."""
+        return None
+
     def observe(self, elapsed_s: float, delivered: float) -> None:
         """Learn from a finished round (only the adaptive timeout does)."""
         return
@@ -213,6 +221,12 @@ class Dblp(CompletionPolicy):
 
     def fill_missing(self, out: np.ndarray, own: np.ndarray, world: int) -> None:
         np.multiply(own, np.float32(world), out=out)
+
+    def repair_elems(self, p: StageProgress) -> int | None:
+        """Only what lies beyond ε (with `REPAIR_MARGIN`): asking for everything missing
+        re-sent up to ε's worth of data through the burst that lost it, and the round
+        waited for all of it although ε of it may stay missing."""
+        return math.ceil(REPAIR_MARGIN * max(0, p.missing - self.allowed(p)))
 
 
 @register

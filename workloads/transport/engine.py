@@ -37,6 +37,7 @@ from workloads.transport.roundstate import (
     RoundState,
     SendJob,
     Timing,
+    within_quota,
 )
 from workloads.transport.schedstat import thread_times_ns
 from workloads.transport.stats import RoundStats
@@ -546,14 +547,19 @@ class Engine(threading.Thread):
         staged.append((nb, job.first))
 
     def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
+        """Ask each peer not held back for what it owes, as much as the policy wants."""
         t = rs.timing
-        for p in self.peers:
-            key = (p, stage)
-            if now < rs.nack_hold.get(key, 0.0):
-                continue
-            ranges = rs.missing_ranges(stage, p)
+        prog = rs.sc if stage == wire.SCATTER else rs.ga
+        owed = {
+            p: r
+            for p in self.peers
+            if now >= rs.nack_hold.get((p, stage), 0.0) and (r := rs.missing_ranges(stage, p))
+        }
+        quota = rs.policy.repair_elems(prog)
+        for p, ranges in within_quota(owed, quota, rs.layout.per_pkt).items():
             if not ranges:
                 continue
+            key = (p, stage)
             ranges = ranges[: self.max_ranges]
             pkts = sum(-(-c // rs.layout.per_pkt) for _, c in ranges)
             shard = self.me if stage == wire.SCATTER else p

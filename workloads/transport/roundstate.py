@@ -259,6 +259,32 @@ class RoundState:
         return any(j.pos < len(j.indices) and not j.cancelled for j in self.first_jobs.values())
 
 
+def within_quota(
+    ranges: dict[int, list[tuple[int, int]]], quota: int | None, per_pkt: int
+) -> dict[int, list[tuple[int, int]]]:
+    """The missing ranges per peer, cut to `quota` elements in all (None: all of them).
+
+    Each peer is asked for its share of the quota in proportion to what it owes, from the
+    start of its ranges, in whole packets: the repairs then come from every peer at once,
+    none of them a bottleneck, and each answer is a packet this rank lacks."""
+    total = sum(c for rs in ranges.values() for _, c in rs)
+    if quota is None or quota >= total:
+        return ranges
+    out: dict[int, list[tuple[int, int]]] = {}
+    for peer, rs in ranges.items():
+        owed = sum(c for _, c in rs)
+        left = -(-quota * owed // total)  # ceil: a peer that owes something is asked
+        cut = []
+        for off, cnt in rs:
+            if left <= 0:
+                break
+            take = min(cnt, -(-left // per_pkt) * per_pkt)
+            cut.append((off, take))
+            left -= take
+        out[peer] = cut
+    return out
+
+
 def missing_runs(got: np.ndarray) -> list[tuple[int, int]]:
     """[a, b) runs of False in a boolean array."""
     if got.all():
