@@ -2,9 +2,12 @@
 
 `cnn` (digits, 8x8x1): ~1.0 M parameters = ~4 MB of float32 gradients per step, so at
 100 Mbit/s a step is communication-bound (DESIGN §5). `resnet` (32x32x3): a ResNet-style CNN
-of ~1.2 M parameters whose convolutions make it heavier in compute too. GroupNorm instead of
-BatchNorm: no running buffers, so DDP has nothing to broadcast over TCP each forward, and the
-UDP transports carry all of a step's traffic.
+of ~1.2 M parameters whose convolutions make it heavier in compute too. `mnist1d` (MNIST-1D,
+40 x 1): a 1-D CNN of ~137 k parameters (0.52 MiB of gradients) whose full-length
+convolutions cost about as much CPU per step as its all-reduce takes at 100 Mbit/s with
+4 x 128 samples per step, so communication is a realistic share of a step, not all of it.
+GroupNorm instead of BatchNorm: no running buffers, so DDP has nothing to broadcast over TCP
+each forward, and the UDP transports carry all of a step's traffic.
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ import torch
 from torch import nn
 
 #: Input shape (C, H, W) and class count per model name.
-INPUT_SHAPES: dict[str, tuple[int, int, int]] = {"cnn": (1, 8, 8), "resnet": (3, 32, 32)}
+INPUT_SHAPES: dict[str, tuple[int, ...]] = {
+    "cnn": (1, 8, 8),
+    "mnist1d": (1, 40),
+    "resnet": (3, 32, 32),
+}
 NUM_CLASSES = 10
 
 
@@ -36,6 +43,32 @@ class DigitsCNN(nn.Module):
             nn.Linear(768, 256),
             nn.ReLU(),
             nn.Linear(256, num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(x))
+
+
+class Mnist1dCNN(nn.Module):
+    """Four same-length 1-D convolutions (64 channels), two poolings, a small MLP head."""
+
+    def __init__(self, num_classes: int = NUM_CLASSES, width: int = 64) -> None:
+        super().__init__()
+        c = width
+        self.features = nn.Sequential(
+            nn.Conv1d(1, c, 5, padding=2),
+            nn.ReLU(),
+            nn.Conv1d(c, c, 5, padding=2),
+            nn.ReLU(),
+            nn.MaxPool1d(2),
+            nn.Conv1d(c, c, 5, padding=2),
+            nn.ReLU(),
+            nn.MaxPool1d(2),
+            nn.Conv1d(c, c, 3, padding=1),
+            nn.ReLU(),
+        )
+        self.classifier = nn.Sequential(
+            nn.Flatten(), nn.Linear(c * 10, 128), nn.ReLU(), nn.Linear(128, num_classes)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -86,7 +119,7 @@ class ResNetCNN(nn.Module):
         return self.head(self.stages(self.stem(x)))
 
 
-_MODELS = {"cnn": DigitsCNN, "resnet": ResNetCNN}
+_MODELS = {"cnn": DigitsCNN, "mnist1d": Mnist1dCNN, "resnet": ResNetCNN}
 
 
 def build_model(name: str, seed: int) -> nn.Module:

@@ -31,7 +31,7 @@ Workload = Literal["train", "allreduce", "iperf3", "ping"]
 WORKER_WORKLOADS = ("train", "allreduce")
 #: Every registered completion policy (workloads/transport/completion.py), then tcp.
 Transport = Literal[transport_names()]  # type: ignore[valid-type]
-Model = Literal["cnn", "resnet"]
+Model = Literal["cnn", "mnist1d", "resnet"]
 Phase = Literal["on", "off"]
 OptiMode = Literal["adaptive", "fixed"]
 
@@ -78,7 +78,10 @@ class WorkerSpec(BaseModel):
         "train", WORKLOAD, "What runs: train (DDP), allreduce (rounds of one bucket, no model), "
         "iperf3/ping (network probes, no workers)."
     )  # fmt: skip
-    model: Model = knob("cnn", WORKLOAD, "cnn: digits; resnet: synthetic CIFAR.")
+    model: Model = knob(
+        "cnn", WORKLOAD, "cnn: digits (8x8); mnist1d: MNIST-1D (1-D CNN, accuracy far from "
+        "saturated); resnet: synthetic CIFAR."
+    )  # fmt: skip
     epochs: int = knob(5, WORKLOAD, "Training epochs.", ge=1, le=10_000)
     steps: int | None = knob(
         None, WORKLOAD, "Cap on training steps (all epochs).", ge=1, le=10_000_000
@@ -138,8 +141,14 @@ class WorkerSpec(BaseModel):
     optireduce_mode: OptiMode = knob("adaptive", TRANSPORT, "optireduce: round timeout rule.")
     rescale: bool = knob(False, TRANSPORT, "optireduce: unbiased mean of what arrived.")
     t_max_ms: float | None = knob(
-        None, TRANSPORT, "Hard cap per round, ms (default 4x calibrated p50).", gt=0, le=600_000
-    )
+        None, TRANSPORT, "Hard cap per round, ms (default: --t-max-p50 x the calibrated p50).",
+        gt=0, le=600_000,
+    )  # fmt: skip
+    t_max_p50: float = knob(
+        TransportConfig.t_max_p50, TRANSPORT, "Hard cap per round as a multiple of the "
+        "calibrated burst-free p50, when --t-max-ms is not given: optireduce fixed waits this "
+        "long for a lossy round (the timeout axis of `make reproduce`).", gt=1, le=1000,
+    )  # fmt: skip
     drop: float = knob(
         0.0, TRANSPORT, "Injected receive-side loss (loopback experiments).", **FRACTION
     )

@@ -172,6 +172,7 @@ def transport_config(args: argparse.Namespace) -> Any:
         "base_port": args.base_port,
         "mtu": args.mtu,
         "t_max_ms": None if args.t_max_ms is None else args.t_max_ms * d,
+        "t_max_p50": args.t_max_p50,
         "optireduce_mode": args.optireduce_mode,
         "rescale": args.rescale,
         "seed": args.seed,

@@ -47,3 +47,22 @@ def test_shards_partition_each_epoch_identically_on_every_rank():
     again = torch.cat(list(datasets.shard_batches(n, 1, world, bs, 2, 0)))
     other = torch.cat(list(datasets.shard_batches(n, 1, world, bs, 3, 0)))
     assert torch.equal(seen[1], again) and not torch.equal(seen[1], other)
+
+
+def test_mnist1d_is_the_published_split_and_leaves_numpy_seeding_alone():
+    import numpy as np
+
+    np.random.seed(123)
+    expected = np.random.random()
+    np.random.seed(123)
+    d = datasets.mnist1d(0)
+    assert np.random.random() == expected  # make_dataset's global seeding was put back
+    assert d.x_train.shape == (4000, 1, 40) and d.x_test.shape == (1000, 1, 40)
+    assert d.num_classes == 10 and set(d.y_test.tolist()) == set(range(10))
+    assert torch.equal(d.x_test, datasets.mnist1d(5).x_test)  # the published data, any seed
+    assert abs(float(d.x_train.mean())) < 1e-4
+
+
+def test_mnist1d_model_is_small_enough_for_communication_to_share_the_step():
+    n = param_count(build_model("mnist1d", 0))
+    assert 100_000 <= n <= 200_000  # ~0.5 MiB of gradients: about its compute at 100 Mbit/s

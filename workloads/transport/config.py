@@ -13,8 +13,10 @@ class TransportConfig:
     """One job's transport parameters; every rank must use the same values.
 
     rate_mbps is each rank's total pacing rate in Mbit/s (L2 bytes on the wire); each
-    sender->receiver pair gets rate/(N-1), repairs included. t_max_ms=None means "4 x the
-    calibrated burst-free p50" (see TransposeAllReduce.calibrate). drop is a seeded loss
+    sender->receiver pair gets rate/(N-1), repairs included. t_max_ms=None means "t_max_p50 x
+    the calibrated burst-free p50" (see TransposeAllReduce.calibrate): the hard cap of every
+    policy, and the whole timeout of optireduce's fixed mode, so it is the axis a comparison
+    with the bounded-time baseline sweeps. drop is a seeded loss
     injected at the receiving socket, for tests and the loopback benchmark only. time_scale is
     the run's time dilation D (testbed/dilation.py): the caller gives rate and t_max already
     scaled; the transport scales its own fixed time constants (the idle detector's floor).
@@ -25,6 +27,7 @@ class TransportConfig:
     ports_per_peer: int = 4
     base_port: int = 47000
     t_max_ms: float | None = None
+    t_max_p50: float = 4.0
     optireduce_mode: Literal["adaptive", "fixed"] = "adaptive"
     rescale: bool = False
     sock_buf_bytes: int = 32 * MIB
@@ -43,6 +46,8 @@ class TransportConfig:
             raise ValueError(f"base_port must be in [1024, 65535], got {self.base_port}")
         if self.t_max_ms is not None and not self.t_max_ms > 0:
             raise ValueError(f"t_max_ms must be > 0 or None, got {self.t_max_ms}")
+        if not 1.0 < self.t_max_p50 <= 1000.0:
+            raise ValueError(f"t_max_p50 must be in (1, 1000], got {self.t_max_p50}")
         if self.optireduce_mode not in ("adaptive", "fixed"):
             raise ValueError(f"optireduce_mode must be adaptive|fixed, got {self.optireduce_mode}")
         if self.sock_buf_bytes < 65536:

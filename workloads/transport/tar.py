@@ -9,7 +9,7 @@ Which data may be missing, and what replaces it, is the completion policy's busi
     tar = TransposeAllReduce.from_process_group("10.0.0.2", "dblp", TransportConfig())
     # or, without torch.distributed: every rank passes the same secret
     tar = TransposeAllReduce(rank, world, addrs, "dblp", TransportConfig(), job_token=token)
-    tar.calibrate(n_elems=1 << 20)          # burst-free p50 -> t_max = 4 x p50
+    tar.calibrate(n_elems=1 << 20)          # burst-free p50 -> t_max = t_max_p50 (4) x p50
     total, stats = tar.allreduce(grad, epsilon=0.01)
 """
 
@@ -37,7 +37,6 @@ from workloads.transport.roundstate import Timing
 from workloads.transport.stats import RoundStats
 
 #: t_max before calibration: this many times a modelled p50 (pacing bound x 1.25 + 2 idle gaps).
-T_MAX_OVER_P50 = 4.0
 
 
 class TransposeAllReduce:
@@ -140,10 +139,10 @@ class TransposeAllReduce:
     def _timing(self, n_elems: int) -> Timing:
         if self.t_max_ms is not None:
             t_max = self.t_max_ms
-            p50 = self.p50_ms if self.p50_ms is not None else t_max / T_MAX_OVER_P50
+            p50 = self.p50_ms if self.p50_ms is not None else t_max / self.config.t_max_p50
         else:
             p50 = self.modelled_p50_ms(n_elems)
-            t_max = T_MAX_OVER_P50 * p50
+            t_max = self.config.t_max_p50 * p50
         pair_rate = self.config.rate_mbps * 1e6 / 8 / max(1, self.world - 1)
         return Timing(
             t_max_s=t_max / 1e3,
@@ -210,8 +209,8 @@ class TransposeAllReduce:
     def calibrate(self, n_elems: int, rounds: int = 5) -> float:
         """Burst-free p50 (ms) of reliable rounds of n_elems, agreed over ranks (their max).
 
-        Sets t_max = 4 x p50 unless the config fixed t_max_ms. Every rank must call it at the
-        same point. The injected test loss is off during calibration.
+        Sets t_max = t_max_p50 x p50 unless the config fixed t_max_ms. Every rank must call it
+        at the same point. The injected test loss is off during calibration.
         """
         if rounds < 1:
             raise ValueError("calibrate needs at least one round")
@@ -226,7 +225,7 @@ class TransposeAllReduce:
         every, _ = self.allreduce(mine, reliable=True, inject_drop=False)
         self.p50_ms = float(every.max())
         if self.config.t_max_ms is None:
-            self.t_max_ms = T_MAX_OVER_P50 * self.p50_ms
+            self.t_max_ms = self.config.t_max_p50 * self.p50_ms
         return self.p50_ms
 
     def close(self) -> None:
