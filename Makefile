@@ -21,7 +21,7 @@ torch_local = $(shell d=$$(mktemp -d); $(PYTHON) -m pip download -q --no-deps --
 PROBE_INDEX := import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=10)
 torch_index_ok = $(if $(TORCH_INDEX),$(if $(torch_local),,$(shell $(PYTHON) -c '$(PROBE_INDEX)' '$(TORCH_INDEX)' >/dev/null 2>&1 && echo yes)))
 
-.PHONY: install test unit demo bench lint clean
+.PHONY: install test unit demo bench reproduce lint clean
 
 install: $(STAMP)
 
@@ -54,6 +54,11 @@ demo: install
 
 bench: install
 	$(BIN)/python -m testbed.bench
+
+# The paper's claims with 3 seeds and intervals (about an hour here); resumable. Writes
+# docs/results/reproduce-fattree-k4/ (runs/ holds the raw data; report.md is rebuilt from it).
+reproduce: install
+	$(BIN)/python -m testbed.reproduce
 
 lint: install
 	$(BIN)/ruff check .

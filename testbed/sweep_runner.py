@@ -85,8 +85,11 @@ def run_plan(
     return SweepResult(len(progress.durations), len(plan) - todo, tuple(failed), False)
 
 
-def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | None:
-    """Report every planned run that has a run.json (failed ones are flagged in it)."""
+def report_plan(
+    plan: list[sweep_plan.PlannedRun], out_dir: Path, report_dir: Path | None = None
+) -> Report | None:
+    """Report every planned run in out_dir that has a run.json (failed ones are flagged in
+    it), into report_dir (default out_dir/report)."""
     out = console(stderr=True)
     dirs = [out_dir / p.run_id for p in plan if (out_dir / p.run_id / "run.json").exists()]
     if not dirs:
@@ -94,7 +97,7 @@ def report_plan(plan: list[sweep_plan.PlannedRun], out_dir: Path) -> Report | No
         return None
     from analysis.report import write_report  # seaborn/scipy: only when reporting
 
-    rep = write_report(dirs, out_dir / "report")
+    rep = write_report(dirs, report_dir if report_dir is not None else out_dir / "report")
     for w in rep.warnings:
         out.print(f"[bold red]WARNING[/bold red] {w}")
     print_table(rep.headline_title, rep.headline)
