@@ -15,7 +15,8 @@ round (`total` rows, warm-up excluded):
 
 The CPU-wait share stays a reported figure, not the verdict. A run with nothing to judge
 (probes, tcp has no event loop of ours: only its pacing is judged) is faithful unless an
-invariant it has breaks. The sham-vs-none shift is a sweep-level check (`sham_shift`).
+invariant it has breaks. The sham-vs-none shift is a sweep-level check (`sham_shift`), shown
+in the report's validity section.
 """
 
 from __future__ import annotations
@@ -133,18 +134,29 @@ def judge_run(run_dir: Path) -> Fidelity:
     return judge(rounds, bursts, info)
 
 
-def sham_shift(calm_p50: pd.DataFrame) -> pd.DataFrame:
-    """Sweep-level control: per (workload, transport), the sham preset's calm p50 against
-    none's. A shift beyond SHAM_SHIFT_MAX says the bursts' CPU cost alone moves latency.
+def sham_shift(
+    calm_p50: pd.DataFrame, keys: tuple[str, ...] = ("workload", "transport")
+) -> pd.DataFrame:
+    """Sweep-level control: per group (`keys`), the sham preset's calm p50 against none's
+    (medians over the group's runs). A shift beyond SHAM_SHIFT_MAX says the bursts' CPU cost
+    alone moves latency.
 
-    calm_p50 has columns workload, transport, preset, p50_ms (one row per group).
+    calm_p50 has the key columns, preset and p50_ms (one row per run or per group); the result
+    has the keys, none_p50_ms, sham_p50_ms, shift (sham / none - 1) and faithful.
     """
+    cols = [*keys, "none_p50_ms", "sham_p50_ms", "shift", "faithful"]
     piv = calm_p50.pivot_table(
-        index=["workload", "transport"], columns="preset", values="p50_ms", aggfunc="median"
+        index=list(keys), columns="preset", values="p50_ms", aggfunc="median"
     )
     if "sham" not in piv or "none" not in piv:
-        return pd.DataFrame(columns=["workload", "transport", "shift", "faithful"])
-    shift = (piv["sham"] / piv["none"] - 1.0).dropna()
-    out = shift.rename("shift").reset_index()
+        return pd.DataFrame(columns=cols)
+    both = piv[["none", "sham"]].dropna()
+    out = pd.DataFrame(
+        {
+            "none_p50_ms": both["none"],
+            "sham_p50_ms": both["sham"],
+            "shift": both["sham"] / both["none"] - 1.0,
+        }
+    ).reset_index()
     out["faithful"] = out["shift"].abs() <= SHAM_SHIFT_MAX
-    return out
+    return out[cols]

@@ -1,5 +1,5 @@
 """The report's tables, from loaded runs: latency, comparisons, events, paper, timeout axis,
-training, loss, validity.
+training, phase ablation, loss, validity, sham shift.
 
 Definitions (one place, so every table agrees):
 - A round is the `total` rows of one (run, round), warm-up rounds excluded; its latency is the
@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.fidelity import sham_shift
 from analysis.load import Runs, load_run, origins
 from analysis.schema import read_run_info
 from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
@@ -778,6 +779,23 @@ _ABLATION_COLUMNS = [
 ]
 
 
+def sham_table(rl: pd.DataFrame, runs: Runs) -> pd.DataFrame:
+    """The sham control per (workload, label): calm-round p50 (median of the rounds outside
+    burst windows, per run, then over runs) under `sham` against `none`, over the seeds that
+    ran both (`seeds`); shift and the verdict from `fidelity.sham_shift`. Empty without a
+    sham run beside a none run of the same label, workload and seed."""
+    keys = ("workload", "label")
+    info = runs.runs[["run_id", *keys, "preset", "seed"]]
+    calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median().rename("p50_ms")
+    c = info[info["preset"].isin(("none", "sham"))].merge(calm.reset_index(), on="run_id")
+    both = c.groupby([*keys, "seed"])["preset"].transform("nunique") == 2
+    c = c[both]
+    out = sham_shift(c, keys)
+    seeds = c.groupby(list(keys))["seed"].nunique().rename("seeds").reset_index()
+    out = out.merge(seeds, on=list(keys), how="left")
+    return out[[*keys, "seeds", "none_p50_ms", "sham_p50_ms", "shift", "faithful"]]
+
+
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
     """Every report table, by name; target_acc None picks `default_target`.
 
@@ -802,6 +820,7 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
         "phase_ablation": phase_ablation(metrics, params, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),
+        "sham_shift": sham_table(rl, ok),
         "probes": probe_table(ok),
         "runs": all_metrics,
     }

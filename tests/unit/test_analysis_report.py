@@ -166,3 +166,13 @@ def test_a_timeout_sweep_keeps_the_headline_to_the_adaptive_baseline(tmp_path):
     section = "## The paper's statistics vs every optireduce baseline"
     assert "(#the-papers-statistics-vs-every-optireduce-baseline)" in top and section in top
     assert top.split(section)[1].count("| heavy | dblp | optireduce-t") == 8
+
+
+def test_validity_shows_the_sham_control_per_transport(bench):
+    validity = bench.path.read_text().split("## Validity")[1]
+    sham = validity.split("### The sham control: the bursts' CPU cost alone")[1]
+    assert "A shift beyond ±10%" in sham
+    assert [ln.split(" | ")[1] for ln in sham.splitlines() if ln.startswith("| allreduce")] == [
+        "dblp", "optireduce", "tcp",
+    ]  # fmt: skip
+    assert set(bench.tables["sham_shift"]["seeds"]) == {1}

@@ -377,3 +377,19 @@ def test_event_table_pairs_the_hit_rounds_by_event(tmp_path):
     assert row["event_ratio_max"] == pytest.approx(5.0)
     assert row["event_ratio_median"] <= row["event_ratio_p90"] <= row["event_ratio_max"]
     assert row["calm_ratio"] == pytest.approx(1.0)
+
+
+def test_sham_shift_pairs_sham_and_none_runs_by_seed(tmp_path):
+    dirs = [
+        write_run(tmp_path, "n0", transport="tcp", preset="none", seed=0, burst_rounds=()),
+        write_run(tmp_path, "s0", transport="tcp", preset="sham", seed=0, base_ms=23.0),
+        # a sham run whose seed has no none run: left out, or the shift would be 1.5x
+        write_run(tmp_path, "s1", transport="tcp", preset="sham", seed=1, base_ms=30.0),
+        write_run(tmp_path, "d0", transport="dblp", preset="none", seed=0, burst_rounds=()),
+    ]
+    (row,) = tables.build_tables(load_runs(dirs))["sham_shift"].itertuples(index=False)
+    assert (row.workload, row.label, row.seeds) == ("train", "tcp", 1)
+    assert (row.none_p50_ms, row.sham_p50_ms) == (20.0, 23.0)
+    assert row.shift == pytest.approx(0.15) and not row.faithful
+    calm = [write_run(tmp_path, "x", transport="tcp", preset="none", burst_rounds=())]
+    assert tables.build_tables(load_runs(calm))["sham_shift"].empty

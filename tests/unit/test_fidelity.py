@@ -123,3 +123,18 @@ def test_under_dilation_lateness_is_judged_against_the_undilated_gap():
     info = _info(dilation=4.0, transport_params={"config": {"rate_mbps": RATE / 4}, "gap_ms": 8.0})
     f = fidelity.judge(r, NO_BURSTS, info)
     assert f.late_rounds == 10 and not f.faithful
+
+
+def test_sham_shift_per_label_says_both_medians():
+    calm = pd.DataFrame(
+        {
+            "workload": ["allreduce"] * 5,
+            "label": ["dblp", "dblp", "dblp", "optireduce-t2x", "optireduce-t2x"],
+            "preset": ["none", "none", "sham", "none", "heavy"],
+            "p50_ms": [100.0, 110.0, 99.75, 100.0, 300.0],
+        }
+    )
+    (row,) = fidelity.sham_shift(calm, keys=("workload", "label")).itertuples(index=False)
+    assert row.label == "dblp"  # a label without a sham run has no row
+    assert (row.none_p50_ms, row.sham_p50_ms) == (105.0, 99.75)
+    assert row.shift == pytest.approx(-0.05) and row.faithful

@@ -93,3 +93,16 @@ def test_report_section_only_with_training_runs(dirs, tmp_path):
     ]
     rep = write_report(ar, tmp_path / "without")
     assert rep.tables["phase_ablation"].empty and "Phase ablation" not in rep.path.read_text()
+
+
+def test_the_pinned_epsilon_as_played_comes_from_run_json(tmp_path):
+    """Phase off without an ε pins the stable-phase ε: the run.json's, not a guess."""
+    import json
+
+    d = write_run(tmp_path, "off", transport="dblp", spec={"phase": "off"})
+    info = json.loads((d / "run.json").read_text())
+    info["transport_params"] = {"phase": {"enabled": False, "pinned_epsilon": None,
+                                          "eps_stable": 0.3}}  # fmt: skip
+    (d / "run.json").write_text(json.dumps(info))
+    row = tables.run_params(load_runs([d])).iloc[0]
+    assert (row.eps_policy, row.pinned_eps) == ("ε pinned at 0.3", 0.3)
