@@ -54,21 +54,25 @@ TRAIN_VARIANTS = {
 # 1 MiB rounds (~0.1 s at 100 Mbit/s, 4 workers) with 50 ms between them: a 40 ms microburst
 # hits one round, about one round in 15.
 ALLREDUCE_BASE = {"workload": "allreduce", "size_mib": 1.0, "rounds": 60, "interval_ms": 50.0}
-# MNIST-1D, 4 x 192 samples per step (5 steps per epoch; communication about 55% of a step
-# at 100 Mbit/s), LR decays at steps 200 and 300.
+# MNIST-1D, 4 x 192 samples per step (5 steps per epoch; communication about 60% of a step
+# at 100 Mbit/s), LR decays at steps 150 and 225. Dilated 2x: at D=1, 3 of the first 4 runs
+# were unfaithful (four ranks' compute on 2 cores slowed their calm rounds to 1.67-1.75x the
+# pacing bound; the verdict's limit is 1.5x), as `--dilation auto` would have found.
 TRAIN_BASE = {
     "workload": "train",
     "model": "mnist1d",
     "batch_size": 192,
     "lr": 0.1,
     "epochs": 10_000,
-    "steps": 400,
+    "steps": 300,
+    "dilation": 2.0,
 }
 DEFAULT_OUT = Path("docs/results/reproduce-fattree-k4")
 
 
 def build_plan(repeats: int = 3, quick: bool = False):
-    """Repeat-major, so a stopped reproduction holds complete comparisons for its repeats."""
+    """The all-reduce runs (short), then the training runs, each repeat-major, so a stopped
+    reproduction holds complete comparisons for the repeats it finished."""
     from testbed import sweep_plan
     from testbed.spec import RunSpec, hash_of
 
@@ -82,8 +86,9 @@ def build_plan(repeats: int = 3, quick: bool = False):
         return {name: {**over, "label": name} for name, over in variants.items()}
 
     plan = sweep_plan.expand_variants(ar, labelled(ALLREDUCE_VARIANTS), (PRESET,), repeats, hash_of)
-    plan += sweep_plan.expand_variants(tr, labelled(TRAIN_VARIANTS), (PRESET,), repeats, hash_of)
-    return sorted(plan, key=lambda p: p.repeat)  # stable: all-reduce, then training, per repeat
+    return plan + sweep_plan.expand_variants(
+        tr, labelled(TRAIN_VARIANTS), (PRESET,), repeats, hash_of
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
