@@ -8,7 +8,7 @@ Two workloads, each over the same seeded bursts for every variant:
 - `train` (end-to-end time and accuracy): tcp, optireduce, dblp, dblp with the phase
   controller off, x none / heavy.
 The report sets the measured ratios vs `optireduce` beside the published ones (24.4% mean /
-33.9% max end-to-end reduction, 5.88x burst-round speedup). Re-running resumes.
+33.9% max end-to-end reduction, up to 5.88x faster at a burst event). Re-running resumes.
 """
 
 from __future__ import annotations
