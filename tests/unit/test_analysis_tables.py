@@ -77,6 +77,7 @@ def test_in_burst_mean_ratio_and_e2e_reduction(three_way):
     t_dblp = expected_train_s(60, 20.0, 60.0, N_BURST)
     t_opt = expected_train_s(60, 20.0, 300.0, N_BURST)
     assert c.e2e_reduction == pytest.approx(1 - t_dblp / t_opt)
+    assert c.e2e_reduction_max == pytest.approx(c.e2e_reduction)  # three identical seeds
     assert c.acc_delta == pytest.approx(0.02)
     assert _row(comp, label="dblp", baseline="tcp").burst_mean_ratio == pytest.approx(15.0)
     assert _row(comp, label="optireduce", baseline="tcp").burst_mean_ratio == pytest.approx(3.0)
@@ -99,6 +100,9 @@ def test_paper_ratios_only_against_optireduce(three_way):
     c = _row(t["comparisons"], label="dblp", baseline="optireduce")
     assert (d.e2e_reduction, d.e2e_reduction_lo, d.e2e_reduction_hi, d.n) == (
         c.e2e_reduction, c.e2e_reduction_lo, c.e2e_reduction_hi, c.n
+    )  # fmt: skip
+    assert (d.e2e_reduction_max, d.acc_delta, d.acc_delta_lo, d.acc_delta_hi) == (
+        c.e2e_reduction_max, c.acc_delta, c.acc_delta_lo, c.acc_delta_hi
     )  # fmt: skip
 
 
