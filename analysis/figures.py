@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
@@ -89,8 +90,13 @@ def _assign(keys: Iterable[str], fixed: dict, spare: Sequence, order=None) -> di
 
 
 def label_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A fixed colour per transport label (others: the free colours of tab10)."""
-    free = [c for c in plt.get_cmap("tab10").colors if c not in LABEL_COLORS.values()]
+    """A fixed colour per transport label; others take, in turn, the colours of tab10, Dark2
+    and tab20b that no fixed label and no burst shading uses (compared as hex: the colour maps
+    give RGB tuples), so a sweep's many labels stay apart."""
+    taken = {to_hex(c) for c in (*LABEL_COLORS.values(), BURST_COLOR)}
+    maps = ("tab10", "Dark2", "tab20b")
+    spare = [c for m in maps for c in plt.get_cmap(m).colors]
+    free = list({to_hex(c): c for c in spare if to_hex(c) not in taken}.values())
     return _assign(labels, LABEL_COLORS, free)
 
 

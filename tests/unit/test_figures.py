@@ -177,3 +177,15 @@ def test_timeout_figure_marks_the_adaptive_point_and_the_published_line(tmp_path
     ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     assert ticks == ["1.5×", "2×", "3×", "4×", "6×", "8×"]
     assert "calm-round p50" in ax.get_xlabel() and "optireduce / dblp" in ax.get_ylabel()
+
+
+def test_labels_without_a_fixed_colour_get_distinct_free_ones():
+    from matplotlib.colors import to_hex
+
+    from analysis.figures import BURST_COLOR, LABEL_COLORS, label_colors
+
+    extra = ["dblp-eps0.05", "dblp-eps0.2"] + [f"optireduce-t{x}x" for x in (1.5, 2, 3, 4, 6, 8)]
+    colors = label_colors([*LABEL_COLORS, *extra])
+    hexes = [to_hex(colors[k]) for k in colors]
+    assert len(set(hexes)) == len(hexes)  # no two labels share a colour
+    assert to_hex(BURST_COLOR) not in hexes  # nor one with the burst shading
