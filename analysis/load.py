@@ -101,6 +101,7 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "t0_s": info.t0_s,
         "dir": str(run_dir),
         "spec": dict(info.spec),
+        "transport_params": dict(info.transport_params),
     }
 
 

@@ -40,7 +40,6 @@ import pandas as pd
 
 from analysis.fidelity import sham_shift
 from analysis.load import Runs, load_run, origins
-from analysis.schema import read_run_info
 from analysis.stats import Estimate, diff_ci, mean_ci, quantile, ratio_ci
 from analysis.windows import applied_windows, in_burst
 
@@ -261,13 +260,27 @@ def _baselines(metrics: pd.DataFrame, transports: tuple[str, ...]) -> list[str]:
     return sorted(metrics.loc[metrics["transport"].isin(transports), "label"].unique())
 
 
-def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool]:
-    """1 - a/b of a time column (CI from the ratio's), and whether repeats were paired."""
+def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool, float]:
+    """1 - a/b of a time column (CI from the ratio's), whether repeats were paired, and the
+    largest per-seed reduction (NaN unless paired)."""
     x, y, paired = _paired(a, b, col)
     if not (len(x) and len(y)):
-        return _nan_est(), paired
+        return _nan_est(), paired, math.nan
     r = ratio_ci(x, y, paired=paired)
-    return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired
+    best = float(np.max(1 - x / y)) if paired else math.nan
+    return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired, best
+
+
+def _pair_identity(workload, preset, label, base, a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """The key columns of a transport-vs-baseline row (comparisons, events)."""
+    return {
+        "workload": workload,
+        "preset": preset,
+        "label": label,
+        "transport": a["transport"].iloc[0],
+        "baseline": base,
+        "baseline_transport": b["transport"].iloc[0],
+    }
 
 
 def comparisons(
@@ -289,20 +302,13 @@ def comparisons(
                     continue
                 x, y, p_burst = _paired(a, b, "burst_mean_ms")
                 burst = ratio_ci(y, x, paired=p_burst) if len(x) and len(y) else _nan_est()
-                red, p_time = _reduction(a, b, "train_s")
-                tta, _ = _reduction(a, b, "tta_s")
-                x, y, _ = _paired(a, b, "train_s")
-                red_max = float(np.max(1 - x / y)) if p_time and len(x) else math.nan
+                red, p_time, red_max = _reduction(a, b, "train_s")
+                tta, _, _ = _reduction(a, b, "tta_s")
                 x, y, p_acc = _paired(a, b, "final_acc")
                 dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else _nan_est()
                 rows.append(
                     {
-                        "workload": workload,
-                        "preset": preset,
-                        "label": label,
-                        "transport": a["transport"].iloc[0],
-                        "baseline": base,
-                        "baseline_transport": b["transport"].iloc[0],
+                        **_pair_identity(workload, preset, label, base, a, b),
                         **_est("burst_mean_ratio", burst),
                         **_est("e2e_reduction", red),
                         "e2e_reduction_max": red_max,
@@ -550,12 +556,7 @@ def event_table(
                 calm_ratio = calm.reindex(runs_b).median() / calm.reindex(runs_a).median()
                 rows.append(
                     {
-                        "workload": workload,
-                        "preset": preset,
-                        "label": label,
-                        "transport": a["transport"].iloc[0],
-                        "baseline": base,
-                        "baseline_transport": b["transport"].iloc[0],
+                        **_pair_identity(workload, preset, label, base, a, b),
                         "events": len(pair),
                         "seeds": pair["repeat"].nunique(),
                         **{
@@ -581,9 +582,8 @@ def run_params(runs: Runs) -> pd.DataFrame:
       the pinned ε, which defaults to the stable-phase ε); "" and NaN for other transports.
     """
     rows = []
-    cols = ["run_id", "transport", "dir", "spec", "dilation"]
-    for run_id, transport, d, spec, dilation in runs.runs[cols].itertuples(index=False):
-        params = read_run_info(Path(d)).transport_params
+    cols = ["run_id", "transport", "transport_params", "spec", "dilation"]
+    for run_id, transport, params, spec, dilation in runs.runs[cols].itertuples(index=False):
         config, phase = params.get("config") or {}, params.get("phase") or {}
         scale = max(float(dilation or 1.0), 1.0)
         p50, t_max = params.get("p50_ms"), params.get("t_max_ms")
