@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("make bench needs root (network namespaces, tc): run `make bench` as root")
         return 2
+    from testbed.dilation import cost
     from testbed.sweep_runner import report_plan, run_plan
 
     plan = build_plan(args.repeats, args.quick)
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         + (" (interrupted)" if result.interrupted else "")
         + f"; wall time {wall_time(time.monotonic() - started)}"
     )
+    print(cost([args.out / p.run_id for p in plan]))
     return 1 if result.failed or result.interrupted else 0
 
 

@@ -24,6 +24,7 @@ def main(out_root: Path = Path("results")) -> int:
         term.print("make demo needs root (network namespaces, tc): run `make demo` as root")
         return 2
     from analysis.report import fmt_acc, fmt_num, write_report
+    from testbed.dilation import cost
     from testbed.experiment import expected_duration_s, plan, run_experiment
 
     run_dirs, failed = [], []
@@ -53,6 +54,7 @@ def main(out_root: Path = Path("results")) -> int:
         term.print(rich_table(report.headline_title, report.headline))
         term.print(f"report: {report_dir / 'report.md'}")
     term.print(f"demo wall time: {wall_time(time.monotonic() - started)}")
+    term.print(cost(run_dirs))
     for f in failed:
         term.print(f"[red]failed[/red] {f}")
     return 1 if failed else 0

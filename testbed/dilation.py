@@ -34,6 +34,7 @@ __all__ = [
     "calibrate",
     "calibration_spec",
     "choose",
+    "cost",
     "undilate",
     "undilate_run",
     "unit_of",
@@ -139,3 +140,34 @@ def calibrate(
         if verdicts[-1][1].faithful:
             break
     return choose(verdicts)
+
+
+def cost(run_dirs: Sequence[Path]) -> str:
+    """What dilation cost a set of runs, for `make demo` / `make bench` to print beside their wall
+    time: the D each ran at, how many calibrated, the calibrations' wall time, and the verdicts."""
+    from collections import Counter
+
+    from testbed.terminal import wall_time
+
+    ds: Counter[float] = Counter()
+    calibrated, calib_s, faithful, judged = 0, 0.0, 0, 0
+    for run_dir in run_dirs:
+        try:
+            info = schema.read_run_info(run_dir)
+        except (OSError, ValueError):
+            continue
+        ds[info.dilation] += 1
+        judged += info.faithful is not None
+        faithful += info.faithful is True
+        calib = sorted((Path(run_dir) / CALIBRATION_DIR).glob("*/run.json"))
+        calibrated += bool(calib)
+        for path in calib:
+            try:
+                calib_s += schema.read_run_info(path.parent).wall_s or 0.0
+            except (OSError, ValueError):
+                continue
+    each = ", ".join(f"D={d:g} x{n}" for d, n in sorted(ds.items()))
+    return (
+        f"dilation: {each or 'no runs'}; {calibrated} run(s) calibrated "
+        f"({wall_time(calib_s)} of calibration runs); {faithful} of {judged} faithful"
+    )

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import fidelity, schema
-from testbed import results, validity
-from testbed.dilation import CALIBRATION_DIR, calibrate, undilate_run
+from testbed import dilation_cache, results, validity
+from testbed.dilation import CALIBRATION_DILATIONS, CALIBRATION_DIR, calibrate, undilate_run
 from testbed.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
 from testbed.signals import Handlers
 from testbed.spec import RunSpec, SpecError
@@ -296,7 +296,7 @@ def _run_signalled(
     if info.status == "interrupted":
         sig.patience = 0  # a second signal: the user is in a hurry, cut the merge short
     info.wall_s = time.monotonic() - started
-    _finish(info, run_dir, sig, error)
+    _finish(info, run_dir, sig, error, spec)
     if error is not None and not isinstance(error, Exception | KeyboardInterrupt):
         raise error  # SystemExit and the like go on, run.json final
     return RunOutcome(info.status, run_dir, info.summary, info.reason)
@@ -316,6 +316,46 @@ def _calibration_run(spec: RunSpec, out_dir: Path) -> tuple[str, Path | None, st
     return outcome.status, outcome.run_dir, outcome.reason
 
 
+def _auto_dilation(
+    spec: RunSpec, run_dir: Path, info: schema.RunInfo, emit: Callable[[dict], None]
+) -> tuple[float, str]:
+    """`--dilation auto`: the D this machine's cache holds for the spec's shape, else the
+    smallest faithful D of a calibration (above any D a run of this shape failed at), which
+    the cache then keeps."""
+    where = dilation_cache.cache_path()
+    entry = dilation_cache.lookup(spec)
+    if entry is not None and entry.dilation is not None:
+        return entry.dilation, f"auto: cached for this machine and shape ({entry.at}: {entry.why})"
+    ladder = entry.dilations() if entry is not None else CALIBRATION_DILATIONS
+    emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto; "
+          f"once per machine and network shape, kept in {where})"})  # fmt: skip
+    d, why = calibrate(spec, run_dir / CALIBRATION_DIR, _calibration_run, ladder)
+    if entry is not None:
+        why += f"; above D={entry.floor:g}, where {entry.why}"
+    try:
+        dilation_cache.remember(spec, d, why)
+    except OSError as e:
+        info.warnings.append(
+            f"dilation cache {where} not written ({e.strerror}): the next auto run calibrates again"
+        )
+    return d, why
+
+
+def _learn_from(spec: RunSpec, info: schema.RunInfo) -> None:
+    """An auto run that ended unfaithful at its D: the shape's next auto run calibrates above."""
+    if spec.dilation != "auto" or info.status != "ok" or info.faithful is not False:
+        return
+    why = "; ".join((info.fidelity or {}).get("reasons") or []) or "unfaithful"
+    try:
+        dilation_cache.distrust(spec, info.dilation, why)
+        note = "the next auto run of this shape calibrates above it"
+    except OSError as e:
+        note = f"the cache was not written ({e.strerror})"
+    info.warnings.append(f"dilation auto: D={info.dilation:g} was unfaithful here; {note}")
+    if info.summary:
+        info.summary["warnings"] = list(info.warnings)
+
+
 def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict], None]) -> None:
     from testbed import capabilities
     from testbed.network import live_network
@@ -327,9 +367,7 @@ def _execute(p: Plan, info: schema.RunInfo, run_dir: Path, emit: Callable[[dict]
     backend, why = capabilities.choose_impairment(spec.impair, caps)
     info.impairment_backend, info.impairment_reason = backend, why
     if p.dilation is None:
-        emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto)"})
-        d, reason = calibrate(spec, run_dir / CALIBRATION_DIR, _calibration_run)
-        p = plan(spec, d, reason)
+        p = plan(spec, *_auto_dilation(spec, run_dir, info, emit))
     d = p.dilation
     info.dilation, info.dilation_reason = d, p.dilation_reason
     emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})
@@ -482,7 +520,11 @@ def _run_probe(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -
 
 
 def _finish(
-    info: schema.RunInfo, run_dir: Path, sig: _Signals, error: BaseException | None
+    info: schema.RunInfo,
+    run_dir: Path,
+    sig: _Signals,
+    error: BaseException | None,
+    spec: RunSpec,
 ) -> None:
     """Merge, judge, summarize; run.json is written whatever happened before, with a final
     status that counts a signal that arrived meanwhile."""
@@ -499,6 +541,7 @@ def _finish(
     info.status, info.reason = final_status(error, sig.close())
     if info.summary:
         info.summary["status"] = info.status
+    _learn_from(spec, info)
     schema.write_run_info(run_dir, info)
 
 

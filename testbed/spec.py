@@ -49,6 +49,9 @@ Dilation = Annotated[float, Field(ge=1, le=1000)] | Literal["auto"]
 #: auto, or a loss mechanism of the impairment registry.
 Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 
+#: Values besides its default that keep a late field out of the hash: D = 1 was dilation's
+#: default before auto, and whatever D auto picks, the tables hold emulated times.
+HASH_NEUTRAL = {"dilation": (1.0, "auto")}
 #: Fields that say where or how results are shown, not what is measured.
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 #: Fields added after sweeps were first published: at their default they stay out of the hash,
@@ -85,9 +88,10 @@ class RunSpec(WorkerSpec):
     queue: int = knob(50, NETWORK, "Egress queue limit, packets (shallow).", ge=2, le=100_000)
     tcp_rto_min_ms: float = knob(200.0, NETWORK, "tcp_rto_min in every host, ms.", ge=1, le=10_000)
     dilation: Dilation = knob(
-        1.0, NETWORK, "Time dilation D (DieCast): link rates / D, every duration and the "
-        "compute x D, tables in emulated time; auto: the smallest D at which a short "
-        "calibration is faithful here. Range: 1..1,000 or auto.",
+        "auto", NETWORK, "Time dilation D (DieCast): link rates / D, every duration and the "
+        "compute x D, tables in emulated time. auto: the smallest D at which a short "
+        "calibration is faithful on this machine, calibrated once per network shape and "
+        "cached (testbed doctor says where). Range: 1..1,000 or auto.",
     )  # fmt: skip
 
     burst: str = knob(
@@ -176,7 +180,9 @@ class RunSpec(WorkerSpec):
         """Stable 12-hex digest of what the run measures (not where it is written)."""
         data = self.measured()
         for name in LATE_FIELDS:
-            if data[name] == RunSpec.model_fields[name].default:
+            if data[name] == RunSpec.model_fields[name].default or data[name] in HASH_NEUTRAL.get(
+                name, ()
+            ):
                 del data[name]
         if self.topo_file is not None:
             data["topo_file"] = hashlib.sha256(self.topo_file.read_bytes()).hexdigest()

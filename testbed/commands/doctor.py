@@ -60,6 +60,7 @@ def doctor(json_out: bool = typer.Option(False, "--json", help="machine-readable
                     "capabilities": caps.to_dict(),
                     "impairment": {"backend": backend, "reason": reason},
                     "missing": [m.__dict__ for m in missing],
+                    "dilation_cache": _dilation_cache(),
                 },
                 indent=2,
             )
@@ -68,6 +69,13 @@ def doctor(json_out: bool = typer.Option(False, "--json", help="machine-readable
         _print(caps, backend, reason, missing)
     if missing:
         raise typer.Exit(1)
+
+
+def _dilation_cache() -> dict:
+    """Where `--dilation auto` keeps what it calibrated, and what it holds."""
+    from testbed import dilation_cache
+
+    return {"path": str(dilation_cache.cache_path()), "entries": dilation_cache.entries()}
 
 
 def _print(caps: Capabilities, backend: str | None, reason: str, missing: list[Missing]) -> None:
@@ -82,6 +90,11 @@ def _print(caps: Capabilities, backend: str | None, reason: str, missing: list[M
     if not caps.root:
         con.print("kernel probes need root: run `testbed doctor` as root")
     con.print(f"impairment backend (auto): [bold]{backend or 'none'}[/] — {reason}")
+    cache = _dilation_cache()
+    con.print(
+        f"--dilation auto: {len(cache['entries'])} network shape(s) calibrated, kept in "
+        f"{cache['path']} (delete it to calibrate again)"
+    )
     for m in missing:
         con.print(f"[red]missing[/] {m.what}: {m.fix}")
     con.print("[green]a run can go[/]" if not missing else "[red]a run cannot go[/]")

@@ -87,10 +87,12 @@ def test_bursts_played_dilated_line_up_with_rounds_once_undilated(tmp_path):
 
 
 def test_spec_takes_a_factor_or_auto_and_keeps_old_hashes():
-    assert RunSpec().dilation == 1.0 and build_spec(dilation="4").dilation == 4.0
+    assert RunSpec().dilation == "auto" and build_spec(dilation="4").dilation == 4.0
     assert build_spec(dilation="auto").dilation == "auto"
-    assert RunSpec(dilation=1).spec_hash() == RunSpec().spec_hash() == "6722478804d5"
-    assert len({RunSpec(dilation=d).spec_hash() for d in (1, 2, "auto")}) == 3
+    # D = 1 (the default before auto) and auto keep the hash every earlier run has.
+    same = {RunSpec(dilation=d).spec_hash() for d in (1, "auto")}
+    assert same == {RunSpec().spec_hash()} == {"6722478804d5"}
+    assert RunSpec(dilation=2).spec_hash() not in same
     for bad in ("0.5", "fast", "5000"):
         with pytest.raises(SpecError) as e:
             build_spec(dilation=bad)
@@ -164,3 +166,22 @@ def test_reports_say_the_dilation_beside_their_tables():
     assert line(1.0, 1.0) == "Time dilation: none (D = 1 in every run)."
     assert line(4.0).startswith("Time dilation: D = 4: ") and "emulated" in line(4.0)
     assert "D = 1–8 (per run under" in line(1.0, 8.0)
+
+
+def test_the_cost_line_counts_ds_calibrations_and_verdicts(tmp_path):
+    def run(path, d, faithful, wall):
+        path.mkdir(parents=True)
+        info = schema.RunInfo(run_id=path.name, status="ok", dilation=d, faithful=faithful,
+                              wall_s=wall)  # fmt: skip
+        schema.write_run_info(path, info)
+
+    run(tmp_path / "a", 1.0, True, 100.0)
+    run(tmp_path / "a" / dilation.CALIBRATION_DIR / "D1", 1.0, False, 30.0)
+    run(tmp_path / "a" / dilation.CALIBRATION_DIR / "D2", 2.0, True, 45.0)
+    run(tmp_path / "b", 2.0, True, 100.0)
+    run(tmp_path / "c", 2.0, False, 100.0)
+    line = dilation.cost([tmp_path / x for x in ("a", "b", "c", "missing")])
+    assert line == (
+        "dilation: D=1 x1, D=2 x2; 1 run(s) calibrated (1 min 15 s of calibration runs); "
+        "2 of 3 faithful"
+    )

@@ -80,9 +80,9 @@ def test_every_float_is_finite(field, value):
 
 
 def test_the_worker_gets_its_fields_with_the_pace_resolved():
-    w = RunSpec(bw=40.0, transport="tcp").worker_spec()
-    assert (w.pace_mbps, w.transport) == (pytest.approx(38.0), "tcp")
-    assert RunSpec(pace_mbps=10.0).worker_spec().pace_mbps == 10.0
+    w = RunSpec(bw=40.0, transport="tcp").worker_spec(dilation=1.0)
+    assert (w.pace_mbps, w.transport, w.dilation) == (pytest.approx(38.0), "tcp", 1.0)
+    assert RunSpec(pace_mbps=10.0).worker_spec(dilation=2.0).pace_mbps == 10.0
     assert "bw" not in type(w).model_fields
 
 

@@ -22,7 +22,7 @@ def test_spec_round_trips_through_the_worker_parser(tmp_path):
         transport="optireduce", model="resnet", epochs=2, steps=30, batch_size=8, lr=0.05,
         seed=7, threads=2, bucket_cap_mb=4.0, bw=50.0, optireduce_mode="fixed", rescale=True,
         t_max_ms=900.0, resync_every=10, eps_critical=0.01, eps_stable=0.3, base_port=50000,
-        checkpoint_every=5, warmup_steps=10, drop=0.02,
+        checkpoint_every=5, warmup_steps=10, drop=0.02, dilation=2.0,
     )  # fmt: skip
     path = write_worker_spec(spec, tmp_path)
     ns = train.parse_args(["--spec", str(path), *IDENTITY])
@@ -33,7 +33,7 @@ def test_spec_round_trips_through_the_worker_parser(tmp_path):
 
 
 def test_flags_override_the_spec_file(tmp_path):
-    path = write_worker_spec(RunSpec(transport="tcp", lr=0.2), tmp_path)
+    path = write_worker_spec(RunSpec(transport="tcp", lr=0.2), tmp_path, 1.0)
     ns = train.parse_args(["--spec", str(path), "--transport", "dblp", "--no-rescale"])
     assert (ns.transport, ns.lr, ns.rescale) == ("dblp", 0.2, False)
 

@@ -1,0 +1,61 @@
+"""`--dilation auto`'s cache without root: what names a shape, what a calibration leaves
+behind, and how an unfaithful run pushes the next calibration up."""
+
+import json
+
+from testbed import dilation_cache
+from testbed.dilation import CALIBRATION_DILATIONS
+from testbed.spec import RunSpec
+
+
+def test_a_shape_is_the_network_and_the_senders_not_the_seed_or_the_bursts():
+    key = dilation_cache.shape_key
+    base = RunSpec()
+    assert key(base) == key(RunSpec(seed=7, burst="heavy", lr=0.5, steps=30, label="x"))
+    for other in (RunSpec(workers=2), RunSpec(bw=25.0), RunSpec(k=6), RunSpec(mtu=9000),
+                  RunSpec(transport="tcp"), RunSpec(workload="allreduce")):  # fmt: skip
+        assert key(other) != key(base)
+
+
+def test_the_cache_path_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(dilation_cache.CACHE_ENV, str(tmp_path / "c.json"))
+    assert dilation_cache.cache_path() == tmp_path / "c.json"
+    monkeypatch.delenv(dilation_cache.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert dilation_cache.cache_path() == tmp_path / "dblp-testbed" / "dilation.json"
+
+
+def test_a_calibration_is_remembered_per_shape(tmp_path):
+    path = tmp_path / "d.json"
+    spec = RunSpec(workers=2)
+    assert dilation_cache.lookup(spec, path) is None
+    dilation_cache.remember(spec, 2.0, "auto: smallest faithful", path)
+    e = dilation_cache.lookup(RunSpec(workers=2, seed=3), path)
+    assert (e.dilation, e.floor, e.why) == (2.0, 0.0, "auto: smallest faithful")
+    assert dilation_cache.lookup(RunSpec(workers=4), path) is None
+    dilation_cache.remember(RunSpec(workers=4), 1.0, "x", path)
+    stored = json.loads(path.read_text())
+    assert len(stored) == 2 and all(v["shape"]["workers"] in ("2", "4") for v in stored.values())
+
+
+def test_an_unfaithful_run_raises_the_floor_and_the_next_ladder_starts_above(tmp_path):
+    path = tmp_path / "d.json"
+    spec = RunSpec()
+    dilation_cache.remember(spec, 1.0, "calibrated", path)
+    e = dilation_cache.distrust(spec, 1.0, "calm rounds 1.7x their bound", path)
+    assert e.dilation is None and e.floor == 1.0 and "1.7x" in e.why
+    assert dilation_cache.lookup(spec, path).dilations() == (2.0, 4.0, 8.0)
+    dilation_cache.remember(spec, 2.0, "recalibrated", path)
+    assert dilation_cache.lookup(spec, path).floor == 1.0  # remembered, never lowered
+    top = CALIBRATION_DILATIONS[-1]
+    assert dilation_cache.distrust(spec, top, "still late", path).dilations() == (2 * top,)
+
+
+def test_a_damaged_cache_is_an_empty_one(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text("{not json")
+    assert dilation_cache.lookup(RunSpec(), path) is None
+    path.write_text(json.dumps({dilation_cache.shape_key(RunSpec()): {"dilation": 2.0}}))
+    assert dilation_cache.lookup(RunSpec(), path) is None  # an entry of another format
+    dilation_cache.remember(RunSpec(), 4.0, "ok", path)
+    assert dilation_cache.lookup(RunSpec(), path).dilation == 4.0
