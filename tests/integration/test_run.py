@@ -236,3 +236,28 @@ def test_invalid_spec_exits_2_naming_the_field_and_changes_nothing(tmp_path, arg
     assert field in err
     assert not any(tmp_path.iterdir())
     assert _snapshot() == before
+
+
+def test_auto_dilation_calibrates_once_per_shape_then_reads_the_cache(tmp_path, monkeypatch):
+    """The default `--dilation auto`: the first run of a shape calibrates (real short runs) and
+    keeps the D it picked; the next run of that shape, another seed, starts at once from it."""
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv("DBLP_TESTBED_CACHE", str(cache))
+    shape = ("--workload", "allreduce", "--workers", "2", "--size-mib", "0.25", "--rounds", "8")
+    code, first, err = _run(tmp_path / "a", *shape, "--seed", "1")
+    assert code == 0, err[-3000:]
+    info = schema.read_run_info(Path(first["run_dir"]))
+    assert info.dilation_reason.startswith("auto: smallest faithful of a calibration")
+    calibrations = sorted((Path(first["run_dir"]) / "calibration").glob("*/run.json"))
+    assert calibrations and calibrations[0].parent.name == "D1"
+    (entry,) = json.loads(cache.read_text()).values()
+    assert entry["dilation"] == info.dilation == first["dilation"]
+    for key in ("faithful", "dilation", "cpu_ms_per_mib"):
+        assert key in first, key
+
+    code, second, err = _run(tmp_path / "b", *shape, "--seed", "2")
+    assert code == 0, err[-3000:]
+    again = schema.read_run_info(Path(second["run_dir"]))
+    assert again.dilation == info.dilation
+    assert again.dilation_reason.startswith("auto: cached for this machine and shape")
+    assert not (Path(second["run_dir"]) / "calibration").exists()
