@@ -7,6 +7,7 @@ burst schedule; then one report over the three (results/demo-<time>/report.md).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -18,7 +19,15 @@ from testbed.terminal import RunsProgress, console, rich_table, wall_time
 TRANSPORTS = ("dblp", "optireduce", "tcp")
 
 
-def main(out_root: Path = Path("results")) -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="make demo", description=__doc__.split("\n\n")[0],
+        epilog="Each run uses the default --dilation auto: the first run of this shape on a "
+        "machine calibrates (about 40 s per transport), later demos read the cache. Ctrl-C stops "
+        "the demo after cleaning up the run in progress.",
+    )  # fmt: skip
+    ap.add_argument("--out", type=Path, default=Path("results"), help="results root")
+    out_root = ap.parse_args(argv).out
     term = console(stderr=True)
     if os.geteuid() != 0:
         term.print("make demo needs root (network namespaces, tc): run `make demo` as root")
@@ -47,6 +56,8 @@ def main(out_root: Path = Path("results")) -> int:
                 run_dirs.append(outcome.run_dir)
             else:
                 failed.append(f"{transport}: {outcome.reason}")
+            if outcome.status == "interrupted":
+                break  # the user asked to stop: no further runs
     if run_dirs:
         report_dir = out_root / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
         report = write_report(run_dirs, report_dir)

@@ -57,7 +57,16 @@ PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 #: Fields added after sweeps were first published: at their default they stay out of the hash,
 #: so a sweep or bench started before them still finds its finished runs.
 LATE_FIELDS = frozenset(
-    {"base_port", "drop", "checkpoint_every", "warmup_steps", "mtu", "dilation", "t_max_p50"}
+    {
+        "base_port",
+        "drop",
+        "checkpoint_every",
+        "warmup_steps",
+        "mtu",
+        "dilation",
+        "t_max_p50",
+        "compiled_rx",
+    }
 )
 #: The fields that describe the network (`testbed topo` takes these).
 TOPOLOGY_FIELDS = ("topo", "topo_file", "k", "hosts_per_edge", "leaves", "spines",

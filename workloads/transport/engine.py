@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workloads.transport import wire
+from workloads.transport import rx_fast, wire
 from workloads.transport.completion import CompletionPolicy, Verdict
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import SEND_SLOTS, Endpoint
@@ -116,6 +116,14 @@ class Engine(threading.Thread):
         self.expect = [
             [source_key(*endpoint.dest[r][i]) for r in range(world)] for i in range(endpoint.k)
         ]
+        self.rx = None
+        if config.compiled_rx and rx_fast.available():
+            self.rx = rx_fast.RxFast(
+                endpoint.ring, world, rank, self.per_pkt, config.mtu - wire.IP_UDP_BYTES,
+                job_token, self.expect,
+            )  # fmt: skip
+        #: which receive path runs (run.json's transport_params say it)
+        self.rx_path = "compiled" if self.rx is not None else "python"
 
     # ---- caller side -------------------------------------------------------------------------
 
@@ -353,33 +361,49 @@ class Engine(threading.Thread):
     # ---- receive -------------------------------------------------------------------------------
 
     def _drain(self, i: int) -> None:
-        recv, fd, slots = self.ep.ring.recv, self.ep.socks[i].fileno(), self.ep.ring.views
-        decode, dispatch, clock = self.decode, self._dispatch, time.monotonic
-        inject, drop, rand = self.inject, self.cfg.drop, self.rng.random
-        expect, reasons = self.expect[i], self.reasons
+        """Read socket i until it is empty (or RECV_BATCH datagrams): one recvmmsg per batch,
+        the compiled path taking what it can of it, the Python path the rest (or all)."""
+        ring, fd, slots = self.ep.ring, self.ep.socks[i].fileno(), self.ep.ring.slots
+        fast = self.rx if not self.inject else None  # injected loss is the Python path's
+        one, clock = self._one, time.monotonic
         got = 0
         while got < RECV_BATCH:
-            batch = recv(fd)
-            if batch is None:
-                continue  # a queued ICMP error, not a datagram
-            lens, keys = batch
-            for k, n in enumerate(lens):
-                if n == 0:
-                    continue  # an empty datagram carries nothing, not even a header
-                if inject and rand() < drop:
-                    reasons["injected"] += 1
+            rs = self.active
+            if fast is not None and rs is not None:
+                n = ring.recv_count(fd)
+                if n is None:
+                    continue  # a queued ICMP error, not a datagram
+                left = fast.take(i, n, rs, clock())
+                if len(left):
+                    lens, keys = ring.lens(), ring.source()
+                    for k in left.tolist():
+                        one(i, k, int(lens[k]), int(keys[k]))
+            else:
+                batch = ring.recv(fd)
+                if batch is None:
                     continue
-                buf, view = slots[k]
-                h = decode(view, n)
-                if h.__class__ is str:
-                    reasons[h] += 1
-                elif keys[k] != expect[h.src]:
-                    reasons["source"] += 1  # not the member the header names
-                else:
-                    dispatch(h, buf, view, n, clock())
-            if len(lens) < len(slots):
+                lens_, keys_ = batch
+                n = len(lens_)
+                for k in range(n):
+                    if lens_[k]:  # an empty datagram carries nothing, not even a header
+                        one(i, k, lens_[k], keys_[k])
+            if n < slots:
                 return
-            got += len(lens)
+            got += n
+
+    def _one(self, i: int, k: int, n: int, key: int) -> None:
+        """The Python path for the datagram of n bytes in slot k, from socket i's `key`."""
+        if self.inject and self.rng.random() < self.cfg.drop:
+            self.reasons["injected"] += 1
+            return
+        buf, view = self.ep.ring.views[k]
+        h = self.decode(view, n)
+        if h.__class__ is str:
+            self.reasons[h] += 1
+        elif key != self.expect[i][h.src]:
+            self.reasons["source"] += 1  # not the member the header names
+        else:
+            self._dispatch(h, buf, view, n, time.monotonic())
 
     def _dispatch(
         self, h: wire.Header, buf: np.ndarray, view: memoryview, n: int, now: float

@@ -106,15 +106,39 @@ class RecvRing:
     def recv(self, fd: int) -> tuple[list[int], list[int]] | None:
         """(lengths, source keys) of the datagrams now in slots 0.., ([], []) if none waits;
         None if the call read a queued ICMP error instead (the caller just reads again)."""
+        n = self.recv_count(fd)
+        if n is None:
+            return None
+        return self._lens[:n].tolist(), self._src[:n].tolist()
+
+    def recv_count(self, fd: int) -> int | None:
+        """How many datagrams one recvmmsg put in slots 0.. (0 if none waits), left in place for
+        `lens`/`source` or the compiled path; None if it read a queued ICMP error instead."""
         n = _recvmmsg(fd, self._addr, self.slots, MSG_DONTWAIT, None)
         if n >= 0:
-            return self._lens[:n].tolist(), self._src[:n].tolist()
+            return n
         e = ctypes.get_errno()
         if e == errno.EAGAIN:
             return [], []
         if e in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
             return None
         raise OSError(e, f"recvmmsg: {os.strerror(e)}")
+
+    def lens(self) -> np.ndarray:
+        """Each slot's datagram length from the last call (a strided view, no copy)."""
+        return self._lens
+
+    def source(self) -> np.ndarray:
+        """Each slot's source key from the last call (see source_key)."""
+        return self._src
+
+    def geometry(self) -> tuple[int, int, int, int, int, int, int]:
+        """Where the compiled path reads a batch: slots' base and size, the mmsghdr array's base,
+        stride and msg_len offset, the source addresses' base and stride."""
+        return (
+            self.bufs.ctypes.data, self.bufs.shape[1], self._addr, _MSG_BYTES,
+            _MMsgHdr.len.offset, ctypes.addressof(self._names), ctypes.sizeof(_SockAddrIn),
+        )  # fmt: skip
 
 
 class SendBatch:

@@ -1,0 +1,101 @@
+/* The receive fast path of the transport engine (workloads/transport/rx_fast.py), compiled by
+ * cffi at install time (rx_build.py).
+ *
+ * One call takes a whole recvmmsg batch: for each datagram that is a well-formed DATA packet of
+ * the active round, from the member its header names, new and in range, it does what
+ * wire.decoder + Engine._dispatch + RoundState.accept would do (mark it received, add the
+ * scatter payload into the partial sum or copy the gathered payload into the output) and
+ * counts it. Every other datagram (NACKs, other rounds, duplicates, anything malformed) is
+ * handed back by index to the Python path, which stays the specification: it decodes the
+ * datagram again and counts why it was rejected. So this file can only ever accept less than
+ * the Python path would, never more; tests/unit/test_rx_fast.py checks the two agree.
+ *
+ * Header (wire.HEADER "<IBBBBQIHHIIII", little-endian, 40 bytes): magic u32 @0, version u8 @4,
+ * kind u8 @5, stage u8 @6, flags u8 @7, job token u64 @8, round u32 @16, src u16 @20,
+ * shard u16 @22, offset u32 @24, count u32 @28, eps_id u32 @32, timeout_us u32 @36.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "rx.h"
+
+#define HDR 40u
+#define MAGIC 0x504C4244u
+#define VERSION 2u
+#define DATA 1u
+#define DATA_FLAGS 0x03u
+#define FLAG_LAST 0x01u
+
+static uint32_t u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint16_t u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint64_t u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *msgs,
+            size_t msg_stride, size_t len_off, const uint8_t *names, size_t name_stride,
+            int n, int32_t *slow)
+{
+    int nslow = 0;
+    for (int k = 0; k < n; k++) {
+        uint32_t len = u32(msgs + (size_t)k * msg_stride + len_off);
+        if (len == 0)
+            continue; /* an empty datagram carries nothing; the Python path skips it too */
+        const uint8_t *b = bufs + (size_t)k * slot_bytes;
+        if (len < HDR || len > r->max_bytes)
+            goto python;
+        uint32_t stage = b[6], flags = b[7], src = u16(b + 20), shard = u16(b + 22);
+        uint32_t offset = u32(b + 24), count = u32(b + 28);
+        if (u32(b) != MAGIC || b[4] != VERSION || b[5] != DATA || stage > 1)
+            goto python;
+        if (u64(b + 8) != r->job_token || src >= r->world || src == r->me || shard >= r->world)
+            goto python;
+        if ((flags & ~DATA_FLAGS) || shard != (stage == 0 ? r->me : src))
+            goto python;
+        if (count == 0 || count > r->per_pkt || len != HDR + 4u * count || offset % r->per_pkt)
+            goto python;
+        if (u64(names + (size_t)k * name_stride) != r->expect[src] || u32(b + 16) != r->round)
+            goto python;
+        if (!(stage == 0 ? r->scatter_open : r->gather_open))
+            goto python;
+        uint8_t *got = stage == 0 ? r->sc_got[src] : r->ga_got[src];
+        uint32_t i = offset / r->per_pkt;
+        int64_t left = (int64_t)r->length[shard] - (int64_t)offset;
+        int64_t want = (int64_t)r->per_pkt < left ? (int64_t)r->per_pkt : left;
+        if (got == NULL || i >= r->npkts[shard] || (int64_t)count != want || got[i])
+            goto python;
+        const uint8_t *payload = b + HDR;
+        got[i] = 1;
+        if (stage == 0) {
+            float *acc = r->partial + offset;
+            for (uint32_t j = 0; j < count; j++) {
+                float v;
+                memcpy(&v, payload + 4u * j, 4); /* the payload need not be 4-aligned */
+                acc[j] += v;
+            }
+            r->sc_count[i] += 1;
+            r->sc_elems += count;
+            if ((flags & FLAG_LAST) && !r->sc_last[src]) {
+                r->sc_last[src] = 1;
+                r->news += 1;
+            }
+        } else {
+            memcpy(r->out + r->start[shard] + offset, payload, 4u * count);
+            r->ga_elems += count;
+            if ((flags & FLAG_LAST) && !r->ga_last[src]) {
+                r->ga_last[src] = 1;
+                r->news += 1;
+            }
+        }
+        r->pkts += 1;
+        if (u32(b + 32) != r->eps_id)
+            r->eps_mismatch += 1;
+        uint32_t budget = u32(b + 36);
+        if (budget && budget != r->budget_us[src]) {
+            r->budget_us[src] = budget;
+            r->news += 1;
+        }
+        continue;
+    python:
+        slow[nslow++] = k;
+    }
+    return nslow;
+}

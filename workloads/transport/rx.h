@@ -1,0 +1,28 @@
+/* The receive fast path's contract (rx.c). rx_build.py hands this same text to cffi's cdef,
+ * so the C compiler and the Python binding read one declaration. */
+typedef struct {
+    /* the rank and its round: set by rx_fast.RxFast.bind */
+    uint64_t job_token;
+    uint32_t world, me, per_pkt, max_bytes;
+    uint32_t round, eps_id;
+    int32_t scatter_open, gather_open;
+    float *partial;
+    int32_t *sc_count;
+    float *out;
+    uint8_t **sc_got;
+    uint8_t **ga_got;
+    uint32_t *start, *length, *npkts;
+    uint64_t *expect;
+    /* what the accepted datagrams did, summed until the caller reads and clears them */
+    uint64_t sc_elems, ga_elems;
+    uint32_t pkts, eps_mismatch;
+    /* per sender, for the whole round: its latest budget and whether its LAST packet came in
+     * each stage; `news` counts changes to either since the caller last cleared it */
+    uint32_t *budget_us;
+    uint8_t *sc_last, *ga_last;
+    uint32_t news;
+} rx_round;
+
+int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *msgs,
+            size_t msg_stride, size_t len_off, const uint8_t *names, size_t name_stride,
+            int n, int32_t *slow);

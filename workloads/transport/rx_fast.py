@@ -1,0 +1,146 @@
+"""The compiled receive path (rx.c, built by cffi at install), bound to one engine's ring and
+its active round.
+
+Per datagram, the Python path decodes a header, checks the sender, finds the round and adds the
+payload: ~10 Python-level operations and a few numpy calls each. `RxFast.take` does that for
+the whole recvmmsg batch in one C call and returns the datagrams it did not take (NACKs, other
+rounds, anything suspect), which the engine hands to its Python path as before. That path
+stays the specification: the C side takes only what the Python side would accept, and the
+rest is decoded and counted there, reason by reason.
+
+Optional by design: without the built module (a checkout used without `pip install`, a machine
+with no C compiler) or on a big-endian host, `available()` is False and the engine runs Python
+only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from workloads.transport.mmsg import RecvRing
+from workloads.transport.roundstate import STAGE_DONE, STAGE_DRAIN, STAGE_SCATTER, RoundState
+
+try:
+    from workloads.transport._rx import ffi, lib
+except ImportError:  # not built: the Python path alone
+    ffi = lib = None
+
+__all__ = ["RxFast", "available"]
+
+
+def available() -> bool:
+    """True if the compiled path can run here (built, and a little-endian host like the wire)."""
+    return lib is not None and sys.byteorder == "little"
+
+
+def _ptr(ctype: str, arr: np.ndarray):
+    return ffi.cast(ctype, arr.ctypes.data)
+
+
+class RxFast:
+    """One engine's compiled receive path: its constants set once, its round bound per round."""
+
+    def __init__(
+        self,
+        ring: RecvRing,
+        world: int,
+        me: int,
+        per_pkt: int,
+        max_bytes: int,
+        job_token: int,
+        expect: list[list[int]],
+    ) -> None:
+        if not available():
+            raise RuntimeError("the compiled receive path (workloads.transport._rx) is not built")
+        self.ring, self.world = ring, world
+        self.r = r = ffi.new("rx_round *")
+        r.job_token, r.world, r.me, r.per_pkt, r.max_bytes = (
+            job_token, world, me, per_pkt, max_bytes
+        )  # fmt: skip
+        # Everything C points into is held here, so it lives as long as the struct.
+        self._expect = [np.asarray(keys, dtype=np.uint64) for keys in expect]
+        self._expect_ptrs = [_ptr("uint64_t *", a) for a in self._expect]
+        self.budget = np.zeros(world, dtype=np.uint32)
+        self.sc_last = np.zeros(world, dtype=np.uint8)
+        self.ga_last = np.zeros(world, dtype=np.uint8)
+        r.budget_us = _ptr("uint32_t *", self.budget)
+        r.sc_last = _ptr("uint8_t *", self.sc_last)
+        r.ga_last = _ptr("uint8_t *", self.ga_last)
+        self._sc_got = ffi.new("uint8_t *[]", world)
+        self._ga_got = ffi.new("uint8_t *[]", world)
+        r.sc_got, r.ga_got = self._sc_got, self._ga_got
+        self.slow = np.zeros(ring.slots, dtype=np.int32)
+        self._slow = _ptr("int32_t *", self.slow)
+        bufs, slot, msgs, stride, len_off, names, name_stride = ring.geometry()
+        cast = ffi.cast
+        self._ring = (cast("uint8_t *", bufs), slot, cast("uint8_t *", msgs), stride, len_off,
+                      cast("uint8_t *", names), name_stride)  # fmt: skip
+        self.rs: RoundState | None = None
+        self._geom: tuple[np.ndarray, ...] = ()
+
+    def bind(self, rs: RoundState) -> None:
+        """Point the struct at this round's arrays (all allocated when the round began)."""
+        r, lay = self.r, rs.layout
+        for a in (rs.partial, rs.out):
+            if a.dtype != np.float32 or not a.flags.c_contiguous:
+                raise ValueError("the compiled receive path needs contiguous float32 buffers")
+        self._geom = tuple(
+            np.array([f(j) for j in range(self.world)], dtype=np.uint32)
+            for f in (lay.start, lay.length, lay.npkts)
+        )
+        r.start, r.length, r.npkts = (_ptr("uint32_t *", a) for a in self._geom)
+        r.round, r.eps_id = rs.round & 0xFFFFFFFF, rs.eps_id & 0xFFFFFFFF
+        r.partial = _ptr("float *", rs.partial)
+        r.sc_count = _ptr("int32_t *", rs.sc_count)
+        r.out = _ptr("float *", rs.out)
+        for a in (self.budget, self.sc_last, self.ga_last):
+            a[:] = 0  # per round, as the round's own dict and sets are
+        r.news = 0
+        for p in range(self.world):
+            sc, ga = rs.sc_got.get(p), rs.ga_got.get(p)
+            self._sc_got[p] = ffi.NULL if sc is None else _ptr("uint8_t *", sc)
+            self._ga_got[p] = ffi.NULL if ga is None else _ptr("uint8_t *", ga)
+        self.rs = rs
+
+    def take(self, sock: int, n: int, rs: RoundState, now: float) -> np.ndarray:
+        """Take what it can of the `n` datagrams the ring holds from socket `sock`, for round
+        `rs` at time `now`; return the slot indices left for the Python path.
+
+        Called once per recvmmsg batch, which holds a few datagrams: the Python work here is
+        kept to a few field reads unless something new happened."""
+        if rs is not self.rs:
+            self.bind(rs)
+        r = self.r
+        r.expect = self._expect_ptrs[sock]
+        r.scatter_open = rs.stage == STAGE_SCATTER
+        r.gather_open = rs.stage not in (STAGE_DRAIN, STAGE_DONE)
+        nslow = lib.rx_take(r, *self._ring, n, self._slow)
+        if r.pkts:
+            self._apply(rs, now)
+        return self.slow[:nslow]
+
+    def _apply(self, rs: RoundState, now: float) -> None:
+        """Fold what the accepted datagrams did into the round, as `RoundState.accept` does."""
+        r = self.r
+        if r.sc_elems:
+            rs.sc.received += r.sc_elems
+            rs.sc.last_rx = now
+        if r.ga_elems:
+            rs.ga.received += r.ga_elems
+            rs.ga.last_rx = now
+        rs.pkts_received += r.pkts
+        rs.eps_mismatch += r.eps_mismatch
+        r.sc_elems = r.ga_elems = r.pkts = r.eps_mismatch = 0
+        if r.news:
+            r.news = 0
+            budgets = rs.sc.peer_budgets_s  # one dict, shared by both stages
+            for src in np.flatnonzero(self.budget).tolist():
+                budgets[src] = int(self.budget[src]) / 1e6
+            stages = ((self.sc_last, rs.sc, rs.sc_last), (self.ga_last, rs.ga, rs.ga_last))
+            for flags, prog, last in stages:
+                for src in np.flatnonzero(flags).tolist():
+                    if src not in last:
+                        last.add(src)
+                        prog.last_seen += 1
