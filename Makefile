@@ -26,7 +26,7 @@ torch_index_ok = $(if $(TORCH_INDEX),$(if $(torch_local),,$(shell $(PYTHON) -c '
 install: $(STAMP)
 
 # The stamp depends on pyproject.toml, so a changed dependency list re-installs.
-$(STAMP): pyproject.toml setup.py workloads/transport/rx.c workloads/transport/rx.h
+$(STAMP): pyproject.toml setup.py workloads/transport/fastpath.c workloads/transport/fastpath.h
 	@if [ "$$(id -u)" != 0 ]; then echo "make install needs root (apt-get, network namespaces): run make as root" >&2; exit 1; fi
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -8,7 +8,7 @@ the other (never two emulations at once), and prints one row per run: the transp
 per MiB sent (all ranks; the kernel's forwarding through the router hops is billed to the
 sending thread, so this is the whole cost of a MiB on this machine), calm p50, p50 over the
 2(N-1)/N S/B bound, and the fidelity verdict; then, per MTU, the Python receive path's CPU over
-the compiled one's (`--no-compiled-rx` against the default). Needs root.
+the compiled one's (`--no-fastpath` against the default). Needs root.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from benchmarks.allreduce_runs import add_run_arguments, allreduce_run, calm_bou
 TARGET_MS_PER_MIB = {1500: 10.0, 9000: 4.0}
 
 
-RX_FLAGS = {"compiled": "--compiled-rx", "python": "--no-compiled-rx"}
+RX_FLAGS = {"compiled": "--fastpath", "python": "--no-fastpath"}
 
 
 def run_one(mtu: int, rx: str, args: argparse.Namespace) -> dict:

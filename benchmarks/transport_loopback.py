@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from workloads.transport import rx_fast
+from workloads.transport import fastpath
 from workloads.transport.completion import transport_names
 from workloads.transport.loopback import Case, LoopbackJob, RankResult
 
@@ -56,7 +56,7 @@ def summarize(args: argparse.Namespace, results: list[RankResult]) -> dict:
         "bound_ratio": round(p50 / bound_ms, 4),
         "cpu_s_per_mib": round(cpu / (sent / MIB), 5) if sent else 0.0,
         "mode": args.mode if args.transport == "optireduce" else "",
-        "rx": "python" if args.python_rx or not rx_fast.available() else "compiled",
+        "path": "python" if args.no_fastpath or not fastpath.available() else "compiled",
         "t_max_ms": results[0].t_max_ms,
         "calibrated_p50_ms": results[0].p50_ms,
     }
@@ -82,7 +82,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--mtu", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
-        "--python-rx", action="store_true", help="the Python receive path alone (no rx.c)"
+        "--no-fastpath", action="store_true", help="the Python data path alone (no fastpath.c)"
     )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         "t_max_ms": args.t_max_ms,
         "drop": args.drop,
         "seed": args.seed,
-        "compiled_rx": not args.python_rx,
+        "fastpath": not args.no_fastpath,
     }
     case = Case(
         transport=args.transport,

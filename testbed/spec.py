@@ -65,7 +65,7 @@ LATE_FIELDS = frozenset(
         "mtu",
         "dilation",
         "t_max_p50",
-        "compiled_rx",
+        "fastpath",
     }
 )
 #: The fields that describe the network (`testbed topo` takes these).

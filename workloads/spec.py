@@ -149,9 +149,9 @@ class WorkerSpec(BaseModel):
         "calibrated burst-free p50, when --t-max-ms is not given: optireduce fixed waits this "
         "long for a lossy round (the timeout axis of `make reproduce`).", gt=1, le=1000,
     )  # fmt: skip
-    compiled_rx: bool = knob(
+    fastpath: bool = knob(
         True, TRANSPORT, "UDP transports: take received data with the compiled routine when it "
-        "is built (workloads/transport/rx.c); off: the Python path alone, for an A/B.",
+        "is built (workloads/transport/fastpath.c); off: the Python path alone, for an A/B.",
     )  # fmt: skip
     drop: float = knob(
         0.0, TRANSPORT, "Injected receive-side loss (loopback experiments).", **FRACTION

@@ -177,7 +177,7 @@ def transport_config(args: argparse.Namespace) -> Any:
         "rescale": args.rescale,
         "seed": args.seed,
         "time_scale": d,
-        "compiled_rx": args.compiled_rx,
+        "fastpath": args.fastpath,
     }
     # without a pace, the transport's own default rate (dilated too)
     pace = args.pace_mbps if args.pace_mbps is not None else TransportConfig.rate_mbps

@@ -20,7 +20,7 @@ class TransportConfig:
     injected at the receiving socket, for tests and the loopback benchmark only. time_scale is
     the run's time dilation D (testbed/dilation.py): the caller gives rate and t_max already
     scaled; the transport scales its own fixed time constants (the idle detector's floor).
-    compiled_rx: take received DATA with the compiled routine when it is built (rx_fast.py);
+    fastpath: take received DATA with the compiled routine when it is built (fastpath.py);
     False keeps the Python path alone (the benchmarks' A/B, and a check that both agree).
     """
 
@@ -36,7 +36,7 @@ class TransportConfig:
     drop: float = 0.0
     seed: int = 0
     time_scale: float = 1.0
-    compiled_rx: bool = True
+    fastpath: bool = True
 
     def __post_init__(self) -> None:
         if not self.rate_mbps > 0:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workloads.transport import rx_fast, wire
+from workloads.transport import fastpath, wire
 from workloads.transport.completion import CompletionPolicy, Verdict
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import SEND_SLOTS, Endpoint
@@ -116,14 +116,15 @@ class Engine(threading.Thread):
         self.expect = [
             [source_key(*endpoint.dest[r][i]) for r in range(world)] for i in range(endpoint.k)
         ]
-        self.rx = None
-        if config.compiled_rx and rx_fast.available():
-            self.rx = rx_fast.RxFast(
+        self.rx = self.tx = None
+        if config.fastpath and fastpath.available():
+            self.rx = fastpath.RxFast(
                 endpoint.ring, world, rank, self.per_pkt, config.mtu - wire.IP_UDP_BYTES,
                 job_token, self.expect,
             )  # fmt: skip
-        #: which receive path runs (run.json's transport_params say it)
-        self.rx_path = "compiled" if self.rx is not None else "python"
+            self.tx = fastpath.TxFast(endpoint.batches, job_token, rank, self.per_pkt)
+        #: which data path runs (run.json's transport_params say it)
+        self.fastpath = "compiled" if self.rx is not None else "python"
 
     # ---- caller side -------------------------------------------------------------------------
 
@@ -498,6 +499,9 @@ class Engine(threading.Thread):
         wants = self._wants()
         if not wants:
             return
+        if self.tx is not None:
+            self._send_runs(now)
+            return
         pacer, queues, want, stage, clock = (
             self.pacer,
             self.queues,
@@ -530,6 +534,47 @@ class Engine(threading.Thread):
             else:
                 wants[p] = w
             now = clock()
+        self._flush(staged)
+
+    def _send_runs(self, now: float) -> None:
+        """`_send` with the compiled staging: each peer in turn (a rotating first) gets all its
+        tokens allow this pass as one run of its first transmission, staged in one C call.
+        Per-peer buckets are independent, so this sends what the per-packet loop would; the
+        runs are in the order sockets are flushed anyway. Repairs go packet by packet."""
+        pacer, queues, want, tx = self.pacer, self.queues, self._want, self.tx
+        pacer.refill(now)
+        tokens = pacer.tokens
+        k, tick, peers = self.ep.k, self.passes, self.peers
+        self.passes += 1
+        staged: list[list[tuple[int, bool]]] = [[] for _ in range(k)]
+        full = wire.HEADER_BYTES + 4 * self.per_pkt + WIRE_OVERHEAD
+        room = SEND_BATCH
+        for j in range(len(peers)):
+            p = peers[(tick + j) % len(peers)]
+            sock = (tick + p) % k
+            while room > 0:
+                need = want(p)
+                if need is None or tokens[p] < need:
+                    break
+                job = queues[p][0]
+                if not job.first:
+                    i = job.indices[job.pos]
+                    job.pos += 1
+                    self._stage_data(job, i, sock, staged[sock])
+                    pacer.consume(p, need)
+                    room -= 1
+                    continue
+                m = min(room, len(job.indices) - job.pos, int(tokens[p] // full)) or 1
+                nbytes = tx.stage(sock, job, m, job.rs.policy.header_budget_us())
+                job.pos += m
+                pacer.consume(p, nbytes + m * (wire.HEADER_BYTES + WIRE_OVERHEAD))
+                room -= m
+                last = nbytes - 4 * self.per_pkt * (m - 1)
+                staged[sock] += [(4 * self.per_pkt, True)] * (m - 1) + [(last, True)]
+        self._flush(staged)
+
+    def _flush(self, staged: list[list[tuple[int, bool]]]) -> None:
+        """One sendmmsg per socket with packets staged; count what the kernel took."""
         for s, pkts in enumerate(staged):
             if pkts:
                 for ok, (nb, first) in zip(

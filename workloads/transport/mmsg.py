@@ -166,6 +166,12 @@ class SendBatch:
         self._addr = ctypes.addressof(self._msgs)
         self.n = 0
 
+    def geometry(self) -> tuple[int, int, int, list[int]]:
+        """Where the compiled path stages into this batch: the mmsghdr and iovec arrays, the
+        header slots, and each destination's sockaddr."""
+        return (self._addr, ctypes.addressof(self._iov), self.hdrs.ctypes.data,
+                list(self._name_addr))  # fmt: skip
+
     def add(self, dest: int, payload_addr: int, nbytes: int) -> memoryview:
         """Queue a datagram to dests[dest]; returns the header slot to pack into."""
         k = self.n

@@ -41,7 +41,8 @@ class Pacer:
         self._t = now
         self._cursor = 0
 
-    def _refill(self, now: float) -> None:
+    def refill(self, now: float) -> None:
+        """Add the tokens earned since the last refill (capped at the bucket's depth)."""
         dt = now - self._t
         if dt <= 0:
             return
@@ -56,7 +57,7 @@ class Pacer:
     def next_peer(self, now: float, wants: Mapping[int, int]) -> int | None:
         """The next peer, round-robin, that has a packet waiting (wants[p] = its wire bytes)
         and the tokens to send it; None if no such peer right now."""
-        self._refill(now)
+        self.refill(now)
         n = len(self.peers)
         for k in range(n):
             idx = (self._cursor + k) % n
@@ -73,7 +74,7 @@ class Pacer:
     def wait_s(self, now: float, wants: Mapping[int, int]) -> float | None:
         """Seconds until some waiting peer has `wants[p]` bytes of tokens (at most the bucket's
         depth: more never accumulates); None if nobody waits."""
-        self._refill(now)
+        self.refill(now)
         best: float | None = None
         depth = self.depth
         for p, need in wants.items():

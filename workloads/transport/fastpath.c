@@ -1,23 +1,26 @@
-/* The receive fast path of the transport engine (workloads/transport/rx_fast.py), compiled by
- * cffi at install time (rx_build.py).
+/* The transport engine's compiled routines (workloads/transport/fastpath.py), built by cffi at
+ * install time (fastpath_build.py): rx_take on the receive side, tx_stage on the send side.
  *
- * One call takes a whole recvmmsg batch: for each datagram that is a well-formed DATA packet of
+ * Receive: one call takes a whole recvmmsg batch: for each datagram that is a well-formed DATA packet of
  * the active round, from the member its header names, new and in range, it does what
  * wire.decoder + Engine._dispatch + RoundState.accept would do (mark it received, add the
  * scatter payload into the partial sum or copy the gathered payload into the output) and
  * counts it. Every other datagram (NACKs, other rounds, duplicates, anything malformed) is
  * handed back by index to the Python path, which stays the specification: it decodes the
  * datagram again and counts why it was rejected. So this file can only ever accept less than
- * the Python path would, never more; tests/unit/test_rx_fast.py checks the two agree.
+ * the Python path would, never more; tests/unit/test_fastpath.py checks the two agree.
  *
  * Header (wire.HEADER "<IBBBBQIHHIIII", little-endian, 40 bytes): magic u32 @0, version u8 @4,
  * kind u8 @5, stage u8 @6, flags u8 @7, job token u64 @8, round u32 @16, src u16 @20,
  * shard u16 @22, offset u32 @24, count u32 @28, eps_id u32 @32, timeout_us u32 @36.
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
-#include "rx.h"
+#include "fastpath.h"
 
 #define HDR 40u
 #define MAGIC 0x504C4244u
@@ -98,4 +101,33 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
         slow[nslow++] = k;
     }
     return nslow;
+}
+
+/* Stage packets first .. first+m-1 of one shard's first transmission into slots k0 .. k0+m-1 of
+ * a send batch (mmsg.SendBatch: slot k's iovec 2k is its 40-byte header slot, 2k+1 the payload),
+ * as m calls of Engine._stage_data would: the header is `tmpl` with its flags (FLAG_LAST on packet
+ * `last_idx`), offset and count set, the payload iovec points into the shard, the destination is
+ * `name`. Returns the payload bytes staged. Repairs, which also update Python-side bookkeeping,
+ * stay with _stage_data. */
+uint64_t tx_stage(void *msgs_v, void *iov_v, uint8_t *hdrs, int k0, int m, void *name,
+                  const uint8_t *payload, uint32_t first, uint32_t per_pkt, uint32_t shard_len,
+                  const uint8_t *tmpl, uint32_t last_idx)
+{
+    struct mmsghdr *msgs = msgs_v;
+    struct iovec *iov = iov_v;
+    uint64_t total = 0;
+    for (int j = 0; j < m; j++) {
+        uint32_t idx = first + (uint32_t)j, off = idx * per_pkt;
+        uint32_t cnt = shard_len - off < per_pkt ? shard_len - off : per_pkt;
+        uint8_t *h = hdrs + (size_t)(k0 + j) * HDR;
+        memcpy(h, tmpl, HDR);
+        h[7] = (uint8_t)(tmpl[7] | (idx == last_idx ? FLAG_LAST : 0u));
+        memcpy(h + 24, &off, 4);
+        memcpy(h + 28, &cnt, 4);
+        msgs[k0 + j].msg_hdr.msg_name = name;
+        iov[2 * (k0 + j) + 1].iov_base = (void *)(payload + 4u * off);
+        iov[2 * (k0 + j) + 1].iov_len = 4u * cnt;
+        total += 4u * cnt;
+    }
+    return total;
 }

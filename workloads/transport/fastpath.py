@@ -1,12 +1,16 @@
-"""The compiled receive path (rx.c, built by cffi at install), bound to one engine's ring and
-its active round.
+"""The data path's compiled routines (fastpath.c, built by cffi at install), bound to one
+engine: `RxFast` on its receive ring and active round, `TxFast` on its send batches.
 
-Per datagram, the Python path decodes a header, checks the sender, finds the round and adds the
-payload: ~10 Python-level operations and a few numpy calls each. `RxFast.take` does that for
-the whole recvmmsg batch in one C call and returns the datagrams it did not take (NACKs, other
-rounds, anything suspect), which the engine hands to its Python path as before. That path
-stays the specification: the C side takes only what the Python side would accept, and the
-rest is decoded and counted there, reason by reason.
+Receive. Per datagram, the Python path decodes a header, checks the sender, finds the round and
+adds the payload: ~10 Python-level operations and a few numpy calls each. `RxFast.take` does
+that for the whole recvmmsg batch in one C call and returns the datagrams it did not take
+(NACKs, other rounds, anything suspect), which the engine hands to its Python path as before.
+That path stays the specification: the C side takes only what the Python side would accept,
+and the rest is decoded and counted there, reason by reason.
+
+Send. Per packet, `Engine._stage_data` packs a header and points two iovecs (a few ctypes field
+writes and a struct pack). `TxFast.stage` stages a run of consecutive packets of one first
+transmission, all the pacer allows the peer this pass, in one C call.
 
 Optional by design: without the built module (a checkout used without `pip install`, a machine
 with no C compiler) or on a big-endian host, `available()` is False and the engine runs Python
@@ -19,15 +23,18 @@ import sys
 
 import numpy as np
 
-from workloads.transport.mmsg import RecvRing
+from workloads.transport import wire
+from workloads.transport.mmsg import RecvRing, SendBatch
 from workloads.transport.roundstate import STAGE_DONE, STAGE_DRAIN, STAGE_SCATTER, RoundState
 
 try:
-    from workloads.transport._rx import ffi, lib
+    from workloads.transport._fastpath import ffi, lib
 except ImportError:  # not built: the Python path alone
     ffi = lib = None
 
-__all__ = ["RxFast", "available"]
+__all__ = ["RxFast", "TxFast", "available"]
+
+NOT_BUILT = "workloads.transport._fastpath is not built (pip install -e . compiles it)"
 
 
 def available() -> bool:
@@ -53,7 +60,9 @@ class RxFast:
         expect: list[list[int]],
     ) -> None:
         if not available():
-            raise RuntimeError("the compiled receive path (workloads.transport._rx) is not built")
+            raise RuntimeError(
+                "the compiled receive path (workloads.transport._fastpath) is not built"
+            )
         self.ring, self.world = ring, world
         self.r = r = ffi.new("rx_round *")
         r.job_token, r.world, r.me, r.per_pkt, r.max_bytes = (
@@ -144,3 +153,39 @@ class RxFast:
                     if src not in last:
                         last.add(src)
                         prog.last_seen += 1
+
+
+class TxFast:
+    """One engine's compiled send staging over its per-socket batches."""
+
+    def __init__(self, batches: list[SendBatch], job_token: int, me: int, per_pkt: int) -> None:
+        if not available():
+            raise RuntimeError(
+                "the compiled data path (workloads.transport._fastpath) is not built"
+            )
+        self.job_token, self.me, self.per_pkt = job_token, me, per_pkt
+        self.batches = batches
+        cast = ffi.cast
+        self._geom = [
+            (cast("void *", msgs), cast("void *", iov), cast("uint8_t *", hdrs),
+             [cast("void *", a) for a in names])
+            for msgs, iov, hdrs, names in (b.geometry() for b in batches)
+        ]  # fmt: skip
+        self.tmpl = np.zeros(wire.HEADER_BYTES, dtype=np.uint8)
+        self._tmpl = cast("uint8_t *", self.tmpl.ctypes.data)
+
+    def stage(self, sock: int, job, m: int, budget_us: int) -> int:
+        """Stage the next m packets of `job` (a first transmission: indices a range) into socket
+        `sock`'s batch; return their payload bytes. The caller advances job.pos."""
+        batch = self.batches[sock]
+        msgs, iov, hdrs, names = self._geom[sock]
+        rs, k0 = job.rs, batch.n
+        wire.pack_header_into(self.tmpl, wire.DATA, job.stage, 0, self.job_token, rs.round,
+                              self.me, job.shard, 0, 0, rs.eps_id, budget_us)  # fmt: skip
+        first = job.indices[job.pos]
+        last = len(job.indices) - 1
+        payload = ffi.cast("uint8_t *", job.addr)
+        nbytes = lib.tx_stage(msgs, iov, hdrs, k0, m, names[job.peer], payload, first,
+                              self.per_pkt, job.src.size // 4, self._tmpl, last)  # fmt: skip
+        batch.n = k0 + m
+        return nbytes

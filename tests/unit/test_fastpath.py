@@ -1,6 +1,6 @@
 """The compiled receive path against the Python one, on real loopback sockets (no root).
 
-Two receivers of rank 0, one with `compiled_rx` and one without, get the same datagrams from
+Two receivers of rank 0, one with `fastpath` and one without, get the same datagrams from
 the same peer sockets: valid scatter and gather packets of the active round, and the same
 packets mutated field by field (token, source, round, shard, count, offset, length, flags,
 stage, kind, magic), duplicated, sent from the wrong member's socket, or NACKs. After every
@@ -16,15 +16,17 @@ import socket
 import numpy as np
 import pytest
 
-from workloads.transport import rx_fast, wire
+from workloads.transport import fastpath, wire
 from workloads.transport.completion import Dblp
 from workloads.transport.config import TransportConfig
 from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import Engine
 from workloads.transport.layout import Layout
-from workloads.transport.roundstate import STAGE_GATHER, RoundState, Timing
+from workloads.transport.roundstate import STAGE_GATHER, RoundState, SendJob, Timing
 
-pytestmark = pytest.mark.skipif(not rx_fast.available(), reason="workloads.transport._rx not built")
+pytestmark = pytest.mark.skipif(
+    not fastpath.available(), reason="workloads.transport._fastpath not built"
+)
 
 WORLD, ME, MTU, TOKEN, ROUND = 4, 0, 576, 0x1234_5678_9ABC_DEF0, 7
 LOCAL = "127.0.0.1"
@@ -49,7 +51,7 @@ def _free_base(k: int) -> int:
 
 
 def _job(compiled: bool, base: int):
-    cfg = TransportConfig(mtu=MTU, base_port=base, ports_per_peer=2, compiled_rx=compiled)
+    cfg = TransportConfig(mtu=MTU, base_port=base, ports_per_peer=2, fastpath=compiled)
     eps = [Endpoint(r, [LOCAL] * WORLD, cfg) for r in range(WORLD)]
     engine = Engine(ME, WORLD, eps[ME], cfg, TOKEN)  # not started: drained by hand
     assert (engine.rx is not None) == compiled
@@ -175,3 +177,47 @@ def test_compiled_and_python_receive_paths_agree_on_every_datagram(seed):
         for _, eps in jobs:
             for ep in eps:
                 ep.close()
+
+
+def _snapshot(batch) -> list[tuple]:
+    """What each staged slot will send: header bytes, payload pointer and length, destination."""
+    out = []
+    for k in range(batch.n):
+        m = batch._msgs[k].hdr
+        iov = batch._iov[2 * k + 1]
+        out.append((batch.hdrs[k].tobytes(), iov.base, iov.len, m.name))
+    return out
+
+
+@pytest.mark.parametrize("n_elems", [40_000, 40_001, 127])
+def test_compiled_staging_writes_what_the_per_packet_staging_writes(n_elems):
+    engine, eps = _job(True, _free_base(2))
+    try:
+        lay = Layout(n_elems, WORLD, wire.elems_per_packet(MTU))
+        t = Timing(t_max_s=1.0, p50_s=0.1, gap_s=0.01, pair_pkt_s=0.001)
+        rs = RoundState(ROUND, ME, lay, np.ones(n_elems, np.float32), Dblp(), 0.1, 5, 0.0, t)
+        batch = engine.ep.batches[1]
+        for peer, stage in ((2, wire.SCATTER), (3, wire.GATHER)):
+            shard = peer if stage == wire.SCATTER else ME
+            src = rs.data[lay.start(shard) : lay.start(shard) + lay.length(shard)].view(np.uint8)
+            npk = lay.npkts(shard)
+            for start, m in ((0, min(5, npk)), (max(0, npk - 3), min(3, npk))):  # incl. the last
+
+                def job(peer=peer, stage=stage, shard=shard, src=src, npk=npk, start=start):
+                    return SendJob(peer, rs, stage, shard, src, range(npk), first=True,
+                                   pos=start, addr=src.ctypes.data)  # fmt: skip
+
+                py, staged = job(), []
+                for i in range(start, start + m):
+                    engine._stage_data(py, i, 1, staged)
+                want = _snapshot(batch)
+                batch.n = 0
+                nbytes = engine.tx.stage(1, job(), m, rs.policy.header_budget_us())
+                assert _snapshot(batch) == want
+                assert nbytes == sum(nb for nb, _ in staged)
+                flags = [wire.HEADER.unpack_from(h)[4] for h, *_ in want]
+                assert (flags[-1] == wire.FLAG_LAST) == (start + m == npk)
+                batch.n = 0
+    finally:
+        for ep in eps:
+            ep.close()

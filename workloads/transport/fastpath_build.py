@@ -1,5 +1,5 @@
-"""cffi's build script for the receive fast path (rx.c): setup.py names it in `cffi_modules`,
-so `pip install` compiles `workloads.transport._rx` with the machine's C compiler.
+"""cffi's build script for the receive fast path (fastpath.c): setup.py names it in `cffi_modules`,
+so `pip install` compiles `workloads.transport._fastpath` with the machine's C compiler.
 
 Why cffi: the routine is plain C over raw pointers (the ring's slots, each peer's received
 bitmap), which cffi binds from the header alone, compiled once at install; numba would JIT it
@@ -15,10 +15,10 @@ from cffi import FFI
 HERE = Path(__file__).resolve().parent
 
 ffibuilder = FFI()
-ffibuilder.cdef((HERE / "rx.h").read_text())
+ffibuilder.cdef((HERE / "fastpath.h").read_text())
 ffibuilder.set_source(
-    "workloads.transport._rx",
-    (HERE / "rx.c").read_text(),
+    "workloads.transport._fastpath",
+    (HERE / "fastpath.c").read_text(),
     include_dirs=[str(HERE)],
     extra_compile_args=["-O2", "-std=gnu99"],
 )

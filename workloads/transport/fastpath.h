@@ -1,7 +1,7 @@
-/* The receive fast path's contract (rx.c). rx_build.py hands this same text to cffi's cdef,
+/* The receive fast path's contract (fastpath.c). fastpath_build.py hands this same text to cffi's cdef,
  * so the C compiler and the Python binding read one declaration. */
 typedef struct {
-    /* the rank and its round: set by rx_fast.RxFast.bind */
+    /* the rank and its round: set by fastpath.RxFast.bind */
     uint64_t job_token;
     uint32_t world, me, per_pkt, max_bytes;
     uint32_t round, eps_id;
@@ -26,3 +26,7 @@ typedef struct {
 int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *msgs,
             size_t msg_stride, size_t len_off, const uint8_t *names, size_t name_stride,
             int n, int32_t *slow);
+
+uint64_t tx_stage(void *msgs, void *iov, uint8_t *hdrs, int k0, int m, void *name,
+                  const uint8_t *payload, uint32_t first, uint32_t per_pkt, uint32_t shard_len,
+                  const uint8_t *tmpl, uint32_t last_idx);
