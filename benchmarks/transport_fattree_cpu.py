@@ -1,13 +1,13 @@
 """CPU cost of the UDP transport inside the emulated fat-tree, per MTU (issue 11's targets).
 
-    python -m benchmarks.transport_fattree_cpu [--mtus 1500,9000] [--rx compiled,python]
+    python -m benchmarks.transport_fattree_cpu [--mtus 1500,9000] [--paths compiled,python]
         [--rounds 30] [--size-mib 4] [--dilation 1]
 
-Runs `testbed run --workload allreduce --burst none` once per MTU and receive path, one after
+Runs `testbed run --workload allreduce --burst none` once per MTU and data path, one after
 the other (never two emulations at once), and prints one row per run: the transport loops' CPU
 per MiB sent (all ranks; the kernel's forwarding through the router hops is billed to the
 sending thread, so this is the whole cost of a MiB on this machine), calm p50, p50 over the
-2(N-1)/N S/B bound, and the fidelity verdict; then, per MTU, the Python receive path's CPU over
+2(N-1)/N S/B bound, and the fidelity verdict; then, per MTU, the Python data path's CPU over
 the compiled one's (`--no-fastpath` against the default). Needs root.
 """
 
@@ -21,14 +21,14 @@ from benchmarks.allreduce_runs import add_run_arguments, allreduce_run, calm_bou
 TARGET_MS_PER_MIB = {1500: 10.0, 9000: 4.0}
 
 
-RX_FLAGS = {"compiled": "--fastpath", "python": "--no-fastpath"}
+PATH_FLAGS = {"compiled": "--fastpath", "python": "--no-fastpath"}
 
 
 def run_one(mtu: int, rx: str, args: argparse.Namespace) -> dict:
     return allreduce_run(
         f"cpu-mtu{mtu}-{rx}", "--transport", args.transport, "--rounds", str(args.rounds),
         "--size-mib", str(args.size_mib), "--workers", str(args.workers), "--mtu", str(mtu),
-        "--bw", str(args.bw), "--dilation", args.dilation, RX_FLAGS[rx],
+        "--bw", str(args.bw), "--dilation", args.dilation, PATH_FLAGS[rx],
     )  # fmt: skip
 
 
@@ -37,13 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mtus", default="1500,9000")
     add_run_arguments(ap, size_mib=4.0)
     ap.add_argument("--bw", type=float, default=100.0)
-    ap.add_argument("--rx", default="compiled,python", help="receive paths to run, in order")
+    ap.add_argument("--paths", default="compiled,python", help="data paths to run, in order")
     ap.add_argument("--dilation", default="1", help="D, or auto (the CPU targets are at D=1)")
     args = ap.parse_args(argv)
-    paths = args.rx.split(",")
-    if unknown := set(paths) - set(RX_FLAGS):
-        ap.error(f"--rx: unknown {sorted(unknown)}; choose from {sorted(RX_FLAGS)}")
-    print("| mtu | rx | cpu ms/MiB | target | calm p50 ms | p50/bound | faithful | dilation |")
+    paths = args.paths.split(",")
+    if unknown := set(paths) - set(PATH_FLAGS):
+        ap.error(f"--paths: unknown {sorted(unknown)}; choose from {sorted(PATH_FLAGS)}")
+    print("| mtu | path | cpu ms/MiB | target | calm p50 ms | p50/bound | faithful | dilation |")
     print("|---|---|---|---|---|---|---|---|")
     cpu: dict[tuple[int, str], float] = {}
     for mtu in (int(m) for m in args.mtus.split(",")):
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for mtu in sorted({m for m, _ in cpu}):
         if (mtu, "python") in cpu and (mtu, "compiled") in cpu:
             ratio = cpu[mtu, "python"] / cpu[mtu, "compiled"]
-            print(f"MTU {mtu}: the Python receive path costs {ratio:.2f}x the compiled one's CPU")
+            print(f"MTU {mtu}: the Python data path costs {ratio:.2f}x the compiled one's CPU")
     return 0
 
 

@@ -119,7 +119,7 @@ class RecvRing:
             return n
         e = ctypes.get_errno()
         if e == errno.EAGAIN:
-            return [], []
+            return 0
         if e in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH):
             return None
         raise OSError(e, f"recvmmsg: {os.strerror(e)}")
