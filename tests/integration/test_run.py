@@ -254,6 +254,7 @@ def test_auto_dilation_calibrates_once_per_shape_then_reads_the_cache(tmp_path, 
     assert entry["dilation"] == info.dilation == first["dilation"]
     for key in ("faithful", "dilation", "cpu_ms_per_mib"):
         assert key in first, key
+    assert info.transport_params["fastpath"] == "compiled"  # make install built fastpath.c
 
     code, second, err = _run(tmp_path / "b", *shape, "--seed", "2")
     assert code == 0, err[-3000:]

@@ -388,7 +388,7 @@ class UdpState:
             "sent_bytes": self.sent_bytes,
         }
         meta["gap_ms"] = self.tar.gap_s * 1e3  # the idle gap: the fidelity verdict's yardstick
-        meta["fastpath"] = getattr(self.tar.engine, "fastpath", None)
+        meta["fastpath"] = self.tar.fastpath
         for attr in ("t_max_ms", "p50_ms", "rcvbuf_bytes", "sndbuf_bytes"):
             value = getattr(self.tar, attr, None)
             if value is not None and not callable(value):

@@ -69,10 +69,13 @@ class TransposeAllReduce:
         self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu, cfg.time_scale)
         self.endpoint: Endpoint | None = None
         self.engine: Engine | None = None
+        #: "compiled" or "python": which data path the engine runs (kept after close)
+        self.fastpath: str | None = None
         self._round = 0
         if world > 1:
             self.endpoint = Endpoint(rank, addrs, cfg)
             self.engine = Engine(rank, world, self.endpoint, cfg, job_token)
+            self.fastpath = self.engine.fastpath
             self.engine.start()
 
     @classmethod
