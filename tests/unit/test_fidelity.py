@@ -31,6 +31,7 @@ def _rounds(n=100, bound_ratio=1.1, late_ms=0.5, cpu_wait_ms=30.0, t0=0.0):
     return pd.DataFrame(
         {
             "run_id": "r",
+            "round": np.arange(n),
             "stage": "total",
             "is_warmup": False,
             "t_start_s": starts,
@@ -69,6 +70,25 @@ def test_calm_rounds_that_cannot_keep_the_rate_make_it_unfaithful():
     f = fidelity.judge(_rounds(bound_ratio=1.8), NO_BURSTS, _info())
     assert not f.faithful and f.calm_bound_ratio == pytest.approx(1.8, rel=1e-6)
     assert "pacing bound" in f.reasons[0]
+
+
+def test_under_bursts_a_handful_of_calm_rounds_is_reported_not_judged():
+    n = fidelity.MIN_CALM_ROUNDS + 30
+    r = _rounds(n=n, bound_ratio=1.8)
+    # one long burst over all but the last few rounds: those are the only calm ones
+    t_end = float(r["t_start_s"].iloc[-(fidelity.MIN_CALM_ROUNDS - 1)]) - 1e-3
+    bursts = schema.coerce("bursts", [{
+        "run_id": "r", "event_id": 0, "link": "h1-r_e0_0", "direction": "h1->r_e0_0",
+        "kind": "loss", "magnitude": 0.5, "planned_start_s": 0.0, "planned_end_s": t_end,
+        "applied_start_s": 0.0, "applied_end_s": t_end, "drops": 10,
+    }])  # fmt: skip
+    f = fidelity.judge(r, bursts, _info())
+    assert f.faithful and f.calm_bound_ratio == pytest.approx(1.8, rel=1e-6)
+    # four ranks' rows of the same rounds are still that few rounds
+    assert fidelity.judge(pd.concat([r] * 4), bursts, _info()).faithful
+    # without bursts, as few rounds (a calibration) are judged
+    few = _rounds(n=fidelity.MIN_CALM_ROUNDS - 1, bound_ratio=1.8)
+    assert not fidelity.judge(few, NO_BURSTS, _info()).faithful
 
 
 def test_slow_rounds_inside_bursts_are_not_held_against_it():
