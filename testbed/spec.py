@@ -50,8 +50,8 @@ Dilation = Annotated[float, Field(ge=1, le=1000)] | Literal["auto"]
 Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 
 #: Values besides its default that keep a late field out of the hash: D = 1 was dilation's
-#: default before auto, and whatever D auto picks, the tables hold emulated times.
-HASH_NEUTRAL = {"dilation": (1.0, "auto")}
+#: default before auto (whatever D auto picks, the tables hold emulated times).
+HASH_NEUTRAL = {"dilation": (1.0,)}
 #: Fields that say where or how results are shown, not what is measured.
 PRESENTATION_FIELDS = frozenset({"out", "run_id", "label"})
 #: Fields added after sweeps were first published: at their default they stay out of the hash,

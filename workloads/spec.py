@@ -150,8 +150,8 @@ class WorkerSpec(BaseModel):
         "long for a lossy round (the timeout axis of `make reproduce`).", gt=1, le=1000,
     )  # fmt: skip
     fastpath: bool = knob(
-        True, TRANSPORT, "UDP transports: take received data with the compiled routine when it "
-        "is built (workloads/transport/fastpath.c); off: the Python path alone, for an A/B.",
+        True, TRANSPORT, "UDP transports: the compiled data path (workloads/transport/"
+        "fastpath.c) when it is built; off: the Python path alone, for an A/B.",
     )  # fmt: skip
     drop: float = knob(
         0.0, TRANSPORT, "Injected receive-side loss (loopback experiments).", **FRACTION

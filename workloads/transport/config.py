@@ -20,8 +20,8 @@ class TransportConfig:
     injected at the receiving socket, for tests and the loopback benchmark only. time_scale is
     the run's time dilation D (testbed/dilation.py): the caller gives rate and t_max already
     scaled; the transport scales its own fixed time constants (the idle detector's floor).
-    fastpath: take received DATA with the compiled routine when it is built (fastpath.py);
-    False keeps the Python path alone (the benchmarks' A/B, and a check that both agree).
+    fastpath: run the compiled data path (fastpath.c: taking received DATA, staging first
+    transmissions) when it is built; False keeps the Python path alone (the benchmarks' A/B).
     """
 
     rate_mbps: float = 100.0

@@ -539,8 +539,9 @@ class Engine(threading.Thread):
     def _send_runs(self, now: float) -> None:
         """`_send` with the compiled staging: each peer in turn (a rotating first) gets all its
         tokens allow this pass as one run of its first transmission, staged in one C call.
-        Per-peer buckets are independent, so this sends what the per-packet loop would; the
-        runs are in the order sockets are flushed anyway. Repairs go packet by packet."""
+        Per-peer buckets are independent, so each peer gets what its bucket holds at the pass's
+        start, as in the per-packet loop (which also refills between packets); the runs are in
+        the order sockets are flushed anyway. Repairs go packet by packet."""
         pacer, queues, want, tx = self.pacer, self.queues, self._want, self.tx
         pacer.refill(now)
         tokens = pacer.tokens

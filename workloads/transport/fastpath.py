@@ -63,7 +63,7 @@ class RxFast:
             raise RuntimeError(
                 "the compiled receive path (workloads.transport._fastpath) is not built"
             )
-        self.ring, self.world = ring, world
+        self.world = world
         self.r = r = ffi.new("rx_round *")
         r.job_token, r.world, r.me, r.per_pkt, r.max_bytes = (
             job_token, world, me, per_pkt, max_bytes
