@@ -28,6 +28,9 @@ Definitions (one place, so every table agrees):
   wherever it was used.
 - CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
   maximum when there were too few samples, and its `*_rule` column says which.
+
+Layout: `constants` (names every table agrees on), `common` (`round_level` and the helpers of a
+group row), `metrics` (per-run quantities), then a module per table family; `build_tables` here.
 """
 
 from __future__ import annotations
