@@ -1,0 +1,166 @@
+"""report.md from its sections, beside tables/*.csv and figures/*.png."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.figures import make_figures
+from analysis.load import load_runs
+from analysis.report.columns import markdown, view
+from analysis.report.formatting import fmt_ratio
+from analysis.report.prose import definitions
+from analysis.report.sections import (
+    EVENTS_SECTION,
+    PAPER_SECTION,
+    anchor,
+    by_workload,
+    comparison_tables,
+    headline,
+    left_out_section,
+    phase_section,
+    timeout_section,
+)
+from analysis.report.validity import dilation_line, run_warnings, validity_section
+from analysis.report.views import (
+    EVENT_VIEW,
+    LATENCY_VIEW,
+    LOSS_VIEW,
+    PAPER_VIEW,
+    PROBE_VIEW,
+    TRAINING_VIEW,
+)
+from analysis.tables import build_tables
+from analysis.tables.constants import PAPER_BASELINE, PUBLISHED
+
+#: Figures shown in their own section rather than under Figures.
+INLINE_FIGURES = ("timeout_axis",)
+
+FIGURE_TITLES = {
+    "latency_cdf": "Round-latency CDF, one panel per workload",
+    "latency_timeline": "Round latency over time, bursts marked",
+    "accuracy_vs_time": "Test accuracy vs wall time",
+    "epsilon_loss": "ε and delivered loss over training",
+    "headline_ratios": "The paper's statistics vs optireduce labels",
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    path: Path
+    tables: dict[str, pd.DataFrame]
+    figures: dict[str, Path]
+    headline_title: str
+    headline: pd.DataFrame  # display strings
+    warnings: tuple[str, ...]  # the summary block's lines, one per kind of problem
+
+
+def write_report(
+    run_dirs: Sequence[Path], out_dir: Path, target_acc: float | None = None
+) -> Report:
+    """Load the runs, build tables and figures, write out_dir/report.md and tables/*.csv."""
+    out_dir = Path(out_dir)
+    runs = load_runs(run_dirs)
+    tables = build_tables(runs, target_acc)
+    (out_dir / "tables").mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        df.to_csv(out_dir / "tables" / f"{name}.csv", index=False)
+    figures = make_figures(runs.aggregated(), tables, out_dir / "figures")
+    warnings = run_warnings(runs)
+    title, head = headline(tables)
+
+    n, n_ok = len(runs.runs), int((runs.runs["status"] == "ok").sum())
+    counts = ", ".join(f"{k} {w}" for w, k in runs.runs["workload"].value_counts().items())
+    lines = [f"# Report: {n} run(s)", "", f"{counts}; {n_ok} of {n} aggregated (status ok).", ""]
+    if warnings:
+        lines += ["> **Validity — read before the numbers**", ">"]
+        lines += [f"> - {w}" for w in warnings]
+        lines += [">", "> Details per run: [Validity](#validity).", ""]
+    lines += [f"## Headline: {title}", "", dilation_line(runs), "", markdown(head)]
+    paper = tables["paper"]
+    if len(head) < len(paper):
+        lines += [
+            f"Rows vs `{PAPER_BASELINE}` only; all {len(paper)} rows, one per optireduce "
+            f"baseline: [{PAPER_SECTION}](#{anchor(PAPER_SECTION)}).",
+            "",
+        ]
+    if n_ok == 0:
+        lines += [
+            "_No run finished with status ok, so nothing is aggregated: each run's partial "
+            "measurements are under [Runs not aggregated](#runs-not-aggregated)._",
+            "",
+        ]
+    lines += [definitions(tables["training"]), ""]
+
+    if len(head) < len(paper):
+        lines += [f"## {PAPER_SECTION}", ""]
+        lines += by_workload(paper, PAPER_VIEW, ["preset", "label", "baseline"])
+        lines += ["CSV: [tables/paper.csv](tables/paper.csv)", ""]
+    lines += ["## Round latency in and outside bursts (ms, max over ranks)", ""]
+    lines += by_workload(tables["latency"], LATENCY_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/latency.csv](tables/latency.csv)", ""]
+    lines += ["## Comparisons, grouped by baseline", ""]
+    lines += [
+        "In-burst mean ratio = the baseline's mean in-burst round latency / the transport's "
+        "(a ratio of means over all in-burst rounds, not the paper's per-event statistic: "
+        f"that is under [Burst events](#{anchor(EVENTS_SECTION)})); "
+        "time cuts = 1 − the transport's time / the baseline's; Δ accuracy in percentage "
+        "points.",
+        "",
+    ]
+    lines += comparison_tables(tables["comparisons"])
+    lines += ["CSV: [tables/comparisons.csv](tables/comparisons.csv)", ""]
+    lines += [f"## {EVENTS_SECTION}", ""]
+    lines += [
+        "The paper's single-round statistic: for every burst event, the latency of the round it "
+        "hit (the slowest round overlapping the event) under the baseline over under the "
+        "transport, paired by event on the same seed and repeat; median, p90 and max over "
+        f"events (the paper's {fmt_ratio(PUBLISHED['event_ratio_max'])} is a max; a max has no "
+        "confidence interval, so the events "
+        "and seeds it is taken over are given), beside the ratio of calm-round medians. With "
+        "bursts more frequent than rounds, one round can be hit by several events.",
+        "",
+    ]
+    lines += by_workload(tables["events"], EVENT_VIEW, ["preset", "baseline", "label"])
+    lines += ["CSV: [tables/events.csv](tables/events.csv)", ""]
+    lines += timeout_section(tables["timeout_axis"], figures.get("timeout_axis"), out_dir)
+    lines += ["## Training time and accuracy", ""]
+    lines += by_workload(tables["training"], TRAINING_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/training.csv](tables/training.csv)", ""]
+    lines += phase_section(tables["phase_ablation"])
+    lines += ["## Delivered loss, repairs and bursts", ""]
+    lines += by_workload(tables["loss"], LOSS_VIEW, ["preset", "label"])
+    lines += ["CSV: [tables/loss.csv](tables/loss.csv)", ""]
+    if not tables["probes"].empty:
+        lines += ["## Probe workloads (iperf3 / ping) in and outside bursts", ""]
+        lines += [markdown(view(tables["probes"], PROBE_VIEW))]
+        lines += ["CSV: [tables/probes.csv](tables/probes.csv)", ""]
+
+    lines += ["## Figures", ""]
+    for name, path in figures.items():
+        if name in INLINE_FIGURES:
+            continue
+        rel = path.relative_to(out_dir)
+        lines += [f"### {FIGURE_TITLES.get(name, name)}", "", f"![{name}]({rel})", ""]
+    if not figures:
+        lines += ["_(no data to plot)_", ""]
+
+    lines += left_out_section(runs, tables["runs"])
+    lines += validity_section(runs, tables)
+    lines += [
+        "## Sources",
+        "",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} from: "
+        + ", ".join(f"`{d}`" for d in runs.runs["dir"]),
+        "",
+        "Per-run measurements: [tables/runs.csv](tables/runs.csv); the paper's statistics: "
+        "[tables/paper.csv](tables/paper.csv).",
+        "",
+    ]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines))
+    return Report(path, tables, figures, title, head, tuple(warnings))

@@ -1,0 +1,152 @@
+"""What is wrong with the runs: the summary block at the top and the Validity section."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analysis.fidelity import CALM_BOUND_MAX, LATE_OF_ROUND, SHAM_SHIFT_MAX, UNFAITHFUL_SHARE
+from analysis.load import Runs, mixed_specs
+from analysis.report.columns import markdown, view
+from analysis.report.formatting import fmt_factor
+from analysis.report.views import SHAM_VIEW, VALIDITY_VIEW
+from analysis.tables.common import rejections_text
+
+#: Runs named in a summary line before it says "and k more".
+NAMED_RUNS = 3
+
+
+def _names(ids: Sequence[str], limit: int = NAMED_RUNS) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _other_warnings(warnings: str) -> list[str]:
+    """A run's orchestrator warnings the flags do not already say (unfaithful, oversubscribed)."""
+    said = ("unfaithful", "oversubscribed")
+    return [w for w in warnings.split("; ") if w and not w.startswith(said)]
+
+
+def run_warnings(runs: Runs) -> list[str]:
+    """The validity summary: one line per kind of problem, counting the runs it affects
+    ("23 of 23 runs UNFAITHFUL …"), naming them when they are few. Per-run details are in the
+    report's Validity section."""
+    r = runs.runs
+    n = len(r)
+    out = []
+
+    def of(mask: pd.Series) -> tuple[int, list[str]]:
+        return int(mask.sum()), list(r.loc[mask, "run_id"])
+
+    for status in ("failed", "interrupted", "running"):
+        k, ids = of(r["status"] == status)
+        if k:
+            why = r.loc[r["status"] == status, "reason"].tolist()
+            named = ", ".join(
+                f"`{i}`" + (f": {w}" if w else "")
+                for i, w in zip(ids[:NAMED_RUNS], why, strict=False)
+            )
+            more = f" and {k - NAMED_RUNS} more" if k > NAMED_RUNS else ""
+            state = "still RUNNING" if status == "running" else status.upper()
+            out.append(f"{k} of {n} runs {state}, not aggregated (partial data): {named}{more}")
+    k, ids = of(r["unfaithful"].astype(bool))
+    if k:
+        out.append(
+            f"{k} of {n} runs UNFAITHFUL: the emulator's CPU distorted their timing (the "
+            "transport loop woke late, or calm rounds could not keep the pacing rate), so their "
+            "latencies measure the CPU as well as the network"
+            + ("" if k == n else f" ({_names(ids)})")
+        )
+    k, ids = of(r["oversubscribed"].astype(bool))
+    if k:
+        out.append(
+            f"{k} of {n} runs oversubscribed (more workers than cores)"
+            + ("" if k == n else f" ({_names(ids)})")
+        )
+    k, ids = of(r["rejected"] > 0)
+    if k:
+        total = int(r["rejected"].sum())
+        per = "; ".join(
+            f"`{i}` {int(x):,} ({rejections_text(d)})"
+            for i, x, d in r.loc[r["rejected"] > 0, ["run_id", "rejected", "rejections"]]
+            .head(NAMED_RUNS)
+            .itertuples(index=False)
+        )
+        more = f" and {k - NAMED_RUNS} more" if k > NAMED_RUNS else ""
+        out.append(
+            f"{total:,} datagrams rejected by the transport (spoofed, foreign or non-finite) "
+            f"in {k} of {n} runs: {per}{more}"
+        )
+    with_rows = set(runs.rounds["run_id"]) | set(runs.probes["run_id"])
+    k, ids = of(~r["run_id"].isin(with_rows))
+    if k:
+        out.append(f"{k} of {n} runs have no rounds recorded ({_names(ids)})")
+    k, ids = of(r["warnings"].map(lambda w: bool(_other_warnings(w))))
+    if k:
+        out.append(f"{k} of {n} runs carry other warnings ({_names(ids)})")
+    mixed = mixed_specs(runs)
+    if mixed:
+        out.append(
+            f"{len(mixed)} group(s) mix specs, so their repeats are not one experiment: "
+            + "; ".join(mixed)
+        )
+    return out
+
+
+def dilation_line(runs: Runs) -> str:
+    """What time dilation the runs ran at, said beside the tables (their times are emulated)."""
+    d = runs.runs["dilation"]
+    if d.empty:
+        return ""
+    lo, hi = float(d.min()), float(d.max())
+    if hi == 1:
+        return "Time dilation: none (D = 1 in every run)."
+    each = f"D = {fmt_factor(lo)}"
+    if hi != lo:
+        each += f"–{fmt_factor(hi)} (per run under [Validity](#validity))"
+    return (
+        f"Time dilation: {each}: the emulated network ran D× slower; every time in these "
+        "tables is emulated (undilated)."
+    )
+
+
+def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
+    lines = [
+        "## Validity",
+        "",
+        f"A run is **unfaithful** when more than {UNFAITHFUL_SHARE:.0%} of its rounds saw the "
+        "transport's event loop wake later than max(one idle gap, "
+        f"{LATE_OF_ROUND:.0%} of the round) after its timer, or its calm rounds ran slower "
+        f"than {CALM_BOUND_MAX}x their pacing bound (the emulator did not keep up; the median "
+        "CPU wait per round is shown but is not the verdict); **rejected datagrams** are "
+        "those the transport refused (wrong job token, a "
+        "source that is not the rank the header names, non-finite values): someone else was "
+        "sending into the job. Only runs with status ok are aggregated.",
+        "",
+        markdown(view(tables["validity"], VALIDITY_VIEW)),
+        "CSV: [tables/validity.csv](tables/validity.csv)",
+        "",
+    ]
+    sham = tables["sham_shift"]
+    if not sham.empty:
+        lines += [
+            "### The sham control: the bursts' CPU cost alone",
+            "",
+            "The `sham` control plays the burst schedule's machinery without impairing the "
+            "network: its calm-round p50 against `none`'s (same transport, workload and seed) "
+            "is what the bursts' CPU cost alone does to latency. A shift beyond "
+            f"±{SHAM_SHIFT_MAX:.0%} says the emulator's own work moves the numbers.",
+            "",
+            markdown(view(sham, SHAM_VIEW)),
+            "CSV: [tables/sham_shift.csv](tables/sham_shift.csv)",
+            "",
+        ]
+    mixed = mixed_specs(runs)
+    if mixed:
+        lines += ["Groups whose runs differ in more than the seed:", ""]
+        lines += [f"- {m}" for m in mixed] + [""]
+    return lines
+
+
+# ---------------------------------------------------------------------------- report

@@ -1,0 +1,137 @@
+"""The report's tables, from loaded runs: latency, comparisons, events, paper, timeout axis,
+training, phase ablation, loss, validity, sham shift.
+
+Definitions (one place, so every table agrees):
+- A round is the `total` rows of one (run, round), warm-up rounds excluded; its latency is the
+  max over ranks (a round is done when its slowest rank is), its span min start..max end, its
+  delivered loss the mean over ranks. In-burst by `analysis.windows` (applied times).
+- Quantiles pool the rounds of all repeats of a group and follow the 10/(1-q) rule.
+- Per-run figures (mean in-burst latency, training time, final accuracy, ...) aggregate over
+  repeats to mean ± 95% CI. Comparisons pair repeats by repeat index when both sides have the
+  same repeats (same seeds, hence the same bursts), else fall back to unpaired intervals.
+- In-burst mean ratio = baseline's mean in-burst round latency / the transport's (a ratio of
+  means, not the paper's statistic); end-to-end reduction = 1 - training time / baseline's.
+  Baselines are the `tcp` and `optireduce` labels; the paper's ratios use `optireduce` labels
+  only, never `tcp`.
+- The paper's burst statistic is per event (`event_table`): the hit round's latency under the
+  baseline over under the transport, paired by event on the same seed; its max over events
+  is what the paper's "up to 5.88x" reports. A max has no confidence interval, so the tables
+  give the number of events and seeds it is the max of.
+- Training time = rank 0's first step start to its last step end (excludes set-up), falling
+  back to run.json wall_s for a run without steps.
+- Only runs whose status is ok are aggregated (`Runs.aggregated`): a failed, interrupted or
+  still-running run measured part of an experiment (a shorter training, an earlier accuracy),
+  so it appears per run (`runs`, `validity`) and is named in its group's `validity` cell
+  ("left out: interrupted 1"), never averaged with complete runs.
+- Every group table carries `validity`: "unfaithful k/n", "rejected datagrams k/n", ... so a run
+  the emulator could not keep up with, or whose transport saw foreign datagrams, is visible
+  wherever it was used.
+- CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
+  maximum when there were too few samples, and its `*_rule` column says which.
+
+Layout: `constants` (names every table agrees on), `common` (`round_level` and the helpers of a
+group row), `metrics` (per-run quantities), then a module per table family; `build_tables` here.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.load import Runs
+from analysis.tables.common import rejections_text, round_level
+from analysis.tables.comparisons import comparisons
+from analysis.tables.constants import (
+    ADAPTIVE_MODE,
+    BASELINE_TRANSPORTS,
+    DEFAULT_TARGET_FRACTION,
+    EVENT_QUANTILES,
+    EVENT_STATS,
+    EXACT_TRANSPORTS,
+    FAST_EPSILON,
+    GROUP,
+    NON_BURST_PRESETS,
+    PAPER_BASELINE,
+    PAPER_SYSTEM,
+    PHASE_AWARE,
+    PUBLISHED,
+)
+from analysis.tables.events import event_rounds, event_table
+from analysis.tables.latency import latency_table
+from analysis.tables.loss import loss_table
+from analysis.tables.metrics import default_target, run_metrics
+from analysis.tables.paper import paper_comparisons, paper_table
+from analysis.tables.params import run_params
+from analysis.tables.phase import phase_ablation
+from analysis.tables.probes import probe_table
+from analysis.tables.sham import sham_table
+from analysis.tables.summary import summary
+from analysis.tables.timeout import timeout_axis, timeout_reaching
+from analysis.tables.training import training_table
+from analysis.tables.validity import validity_table
+
+__all__ = [
+    "ADAPTIVE_MODE",
+    "BASELINE_TRANSPORTS",
+    "DEFAULT_TARGET_FRACTION",
+    "EVENT_QUANTILES",
+    "EVENT_STATS",
+    "EXACT_TRANSPORTS",
+    "FAST_EPSILON",
+    "GROUP",
+    "NON_BURST_PRESETS",
+    "PAPER_BASELINE",
+    "PAPER_SYSTEM",
+    "PHASE_AWARE",
+    "PUBLISHED",
+    "build_tables",
+    "comparisons",
+    "default_target",
+    "event_rounds",
+    "event_table",
+    "latency_table",
+    "loss_table",
+    "paper_comparisons",
+    "paper_table",
+    "phase_ablation",
+    "probe_table",
+    "rejections_text",
+    "round_level",
+    "run_metrics",
+    "run_params",
+    "sham_table",
+    "summary",
+    "timeout_axis",
+    "timeout_reaching",
+    "training_table",
+    "validity_table",
+]
+
+
+def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
+    """Every report table, by name; target_acc None picks `default_target`.
+
+    Group tables aggregate the ok runs only; `runs` (per-run measurements) and `validity`
+    list every run, with its status."""
+    if target_acc is None:
+        target_acc = default_target(run_metrics(runs))
+    all_metrics = run_metrics(runs, target_acc)
+    metrics = all_metrics[all_metrics["status"] == "ok"]
+    ok, left = runs.aggregated(), runs.left_out()
+    comp = comparisons(metrics, left_out=left)
+    rl = round_level(ok)
+    events = event_table(rl, ok.bursts)
+    params = run_params(ok)
+    return {
+        "latency": latency_table(ok, rl, left),
+        "comparisons": comp,
+        "paper": paper_table(comp, events),
+        "events": events,
+        "timeout_axis": timeout_axis(rl, ok.bursts, events, params),
+        "training": training_table(metrics, target_acc, left),
+        "phase_ablation": phase_ablation(metrics, params, left),
+        "loss": loss_table(metrics, left),
+        "validity": validity_table(runs, all_metrics),
+        "sham_shift": sham_table(rl, ok),
+        "probes": probe_table(ok),
+        "runs": all_metrics,
+    }

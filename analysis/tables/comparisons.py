@@ -1,0 +1,105 @@
+"""Each transport vs each baseline label: in-burst mean ratio, time cuts, Δ accuracy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.stats import Estimate, diff_ci, ratio_ci
+from analysis.tables.common import (
+    est_columns,
+    left_of,
+    nan_est,
+    pair_identity,
+    paired_values,
+    validity_flags,
+)
+from analysis.tables.constants import BASELINE_TRANSPORTS
+
+
+def _baselines(metrics: pd.DataFrame, transports: tuple[str, ...]) -> list[str]:
+    """Labels of the runs whose transport is a baseline (e.g. "tcp", "tcp-rto5ms")."""
+    return sorted(metrics.loc[metrics["transport"].isin(transports), "label"].unique())
+
+
+def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool, float]:
+    """1 - a/b of a time column (CI from the ratio's), whether repeats were paired, and the
+    largest per-seed reduction (NaN unless paired)."""
+    x, y, paired = paired_values(a, b, col)
+    if not (len(x) and len(y)):
+        return nan_est(), paired, math.nan
+    r = ratio_ci(x, y, paired=paired)
+    best = float(np.max(1 - x / y)) if paired else math.nan
+    return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired, best
+
+
+def comparisons(
+    metrics: pd.DataFrame,
+    baseline_transports=BASELINE_TRANSPORTS,
+    left_out: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per (workload, preset, label, baseline): in-burst mean ratio, reductions of training
+    time and of time-to-accuracy, Δ final accuracy."""
+    rows = []
+    bases = _baselines(metrics, baseline_transports)
+    for (workload, preset), g in metrics.groupby(["workload", "preset"]):
+        for base in bases:
+            b = g[g["label"] == base]
+            if b.empty:
+                continue
+            for label, a in g.groupby("label"):
+                if label == base:
+                    continue
+                x, y, p_burst = paired_values(a, b, "burst_mean_ms")
+                burst = ratio_ci(y, x, paired=p_burst) if len(x) and len(y) else nan_est()
+                red, p_time, red_max = _reduction(a, b, "train_s")
+                tta, _, _ = _reduction(a, b, "tta_s")
+                x, y, p_acc = paired_values(a, b, "final_acc")
+                dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else nan_est()
+                rows.append(
+                    {
+                        **pair_identity(workload, preset, label, base, a, b),
+                        **est_columns("burst_mean_ratio", burst),
+                        **est_columns("e2e_reduction", red),
+                        "e2e_reduction_max": red_max,
+                        **est_columns("tta_reduction", tta),
+                        **est_columns("acc_delta", dacc),
+                        "n": burst.n or red.n,
+                        "paired": p_burst and p_time,
+                        "validity": validity_flags(
+                            pd.concat([a, b]),
+                            left_of(
+                                left_out, workload=workload, preset=preset, label=(label, base)
+                            ),
+                        ),
+                    }
+                )
+    return pd.DataFrame(rows, columns=_COMPARISON_COLUMNS)
+
+
+_COMPARISON_COLUMNS = [
+    "workload",
+    "preset",
+    "label",
+    "transport",
+    "baseline",
+    "baseline_transport",
+    "burst_mean_ratio",
+    "burst_mean_ratio_lo",
+    "burst_mean_ratio_hi",
+    "e2e_reduction",
+    "e2e_reduction_lo",
+    "e2e_reduction_hi",
+    "e2e_reduction_max",
+    "tta_reduction",
+    "tta_reduction_lo",
+    "tta_reduction_hi",
+    "acc_delta",
+    "acc_delta_lo",
+    "acc_delta_hi",
+    "n",
+    "paired",
+    "validity",
+]

@@ -1,0 +1,75 @@
+"""The paper's per-event statistic: the round each burst event hit, paired by event."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.tables.common import pair_identity
+from analysis.tables.constants import BASELINE_TRANSPORTS, EVENT_QUANTILES, EVENT_STATS
+from analysis.windows import applied_windows
+
+
+def event_rounds(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
+    """Per run and applied burst event, the round it hit: of the rounds (max over ranks) whose
+    span overlaps the event's window, the slowest. Columns run_id, event_id, round,
+    latency_ms. An event that no round overlaps (between rounds, after the run) has no row."""
+    out = []
+    windows = applied_windows(bursts)
+    for run_id, ev in windows.groupby("run_id"):
+        r = rl[rl["run_id"] == run_id]
+        if r.empty:
+            continue
+        s, e = r["t_start_s"].to_numpy(), r["t_end_s"].to_numpy()
+        lat, rnd = r["latency_ms"].to_numpy(), r["round"].to_numpy()
+        for event_id, ws, we in ev[["event_id", "start_s", "end_s"]].itertuples(index=False):
+            hit = np.flatnonzero((s < we) & (e > ws))
+            if hit.size:
+                k = hit[np.argmax(lat[hit])]
+                out.append((run_id, int(event_id), int(rnd[k]), float(lat[k])))
+    return pd.DataFrame(out, columns=["run_id", "event_id", "round", "latency_ms"])
+
+
+def event_table(
+    rl: pd.DataFrame, bursts: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS
+) -> pd.DataFrame:
+    """The paper's single-round statistic: per burst event, the hit round's latency under the
+    baseline over under the transport, paired by event on the same seed and repeat (same
+    schedule, same event ids), reported as median, p90 and max over events, with the ratio of
+    calm-round medians beside it (what the baseline costs when nothing bursts). `events`
+    counts the paired events, `seeds` the repeats they came from."""
+    hits = event_rounds(rl, bursts)
+    cols = ["workload", "preset", "label", "transport", "baseline", "baseline_transport"]
+    cols += EVENT_STATS
+    if hits.empty:
+        return pd.DataFrame(columns=cols)
+    info = rl.drop_duplicates("run_id").set_index("run_id")
+    hits = hits.join(info[["workload", "label", "preset", "transport", "repeat"]], on="run_id")
+    calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median()
+    rows = []
+    for (workload, preset), g in hits.groupby(["workload", "preset"]):
+        bases = sorted(g.loc[g["transport"].isin(baseline_transports), "label"].unique())
+        for base in bases:
+            b = g[g["label"] == base]
+            for label, a in g.groupby("label"):
+                if label == base:
+                    continue
+                pair = a.merge(b, on=["repeat", "event_id"], suffixes=("", "_base"))
+                if pair.empty:
+                    continue
+                ratio = pair["latency_ms_base"] / pair["latency_ms"]
+                runs_a, runs_b = a["run_id"].unique(), b["run_id"].unique()
+                calm_ratio = calm.reindex(runs_b).median() / calm.reindex(runs_a).median()
+                rows.append(
+                    {
+                        **pair_identity(workload, preset, label, base, a, b),
+                        "events": len(pair),
+                        "seeds": pair["repeat"].nunique(),
+                        **{
+                            f"event_ratio_{k}": float(ratio.quantile(q))
+                            for k, q in EVENT_QUANTILES.items()
+                        },
+                        "calm_ratio": float(calm_ratio),
+                    }
+                )
+    return pd.DataFrame(rows, columns=cols)
