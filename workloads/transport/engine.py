@@ -338,7 +338,6 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             retx_pkts=self.retx,
             cap_hit=rs.cap_hit,
             policy=rs.policy.name,
-            eps_id=rs.eps_id,
             cpu_ms=max(0, cpu_ns - self.cpu0_ns) / 1e6,
             cpu_wait_ms=max(0, wait_ns - self.wait0_ns) / 1e6,
             loop_late_ms=self.late_s * 1e3,
