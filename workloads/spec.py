@@ -8,7 +8,10 @@ worker (`--spec worker_spec.json`). A new worker knob is one field here.
 
 A field's `panel` (in `json_schema_extra`) groups it in `--help`; a `None` default means "the
 component's own default" (the phase controller's ε, the transport's pacing rate), so that
-default is written once, where it acts.
+default is written once, where it acts. The transport's own knobs are not written here: each
+is declared once, with its default, range and help, in workloads/transport/config.py, and
+`WorkerSpec` gets a field for each (`transport_knobs`), so a new one is that declaration and
+its use.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from workloads.transport import config as tconfig
 from workloads.transport.completion import transport_names
-from workloads.transport.config import TransportConfig
 
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
 #: The workloads a worker process runs; the probes (iperf3, ping) the testbed runs itself.
@@ -33,7 +36,6 @@ WORKER_WORKLOADS = ("train", "allreduce")
 Transport = Literal[transport_names()]  # type: ignore[valid-type]
 Model = Literal["cnn", "mnist1d", "resnet"]
 Phase = Literal["on", "off"]
-OptiMode = Literal["adaptive", "fixed"]
 
 #: Gloo rendezvous port of rank 0 (torchrun's default too).
 MASTER_PORT = 29500
@@ -69,8 +71,8 @@ class SpecError(ValueError):
         return "--" + self.field.replace("_", "-")
 
 
-class WorkerSpec(BaseModel):
-    """One rank's workload and transport. Floats are finite (no inf/nan) and bounded."""
+class _WorkerKnobs(BaseModel):
+    """WorkerSpec's own fields; the transport's knobs follow them (`transport_knobs`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -112,11 +114,9 @@ class WorkerSpec(BaseModel):
     bucket_cap_mb: float = knob(25.0, TRANSPORT, "DDP bucket cap, all transports.", gt=0, le=1024)
     pace_mbps: float | None = knob(
         None, TRANSPORT, "UDP pacing per rank, Mbit/s (testbed: 0.95 x bw; by hand: the "
-        "transport's default).", aliases=("--rate-mbps",), gt=0, le=100_000
+        "transport's default).", aliases=("--rate-mbps",),
+        **tconfig.limits("rate_mbps"),
     )  # fmt: skip
-    base_port: int = knob(
-        TransportConfig.base_port, TRANSPORT, "UDP ports base + rank*k + i.", ge=1024, le=65_000
-    )
     phase: Phase = knob("on", TRANSPORT, "dblp: ε by training phase (on), or pinned (off).")
     eps_critical: float | None = knob(
         None, TRANSPORT, "dblp: ε in critical phases (default: the phase controller's).",
@@ -138,33 +138,41 @@ class WorkerSpec(BaseModel):
         None, TRANSPORT, "dblp: critical steps at the start (default: the phase controller's).",
         ge=0, le=1_000_000,
     )  # fmt: skip
-    optireduce_mode: OptiMode = knob("adaptive", TRANSPORT, "optireduce: round timeout rule.")
-    rescale: bool = knob(False, TRANSPORT, "optireduce: unbiased mean of what arrived.")
-    t_max_ms: float | None = knob(
-        None, TRANSPORT, "Hard cap per round, ms (default: --t-max-p50 x the calibrated p50).",
-        gt=0, le=600_000,
-    )  # fmt: skip
-    t_max_p50: float = knob(
-        TransportConfig.t_max_p50, TRANSPORT, "Hard cap per round as a multiple of the "
-        "calibrated burst-free p50, when --t-max-ms is not given: optireduce fixed waits this "
-        "long for a lossy round (the timeout axis of `make reproduce`).", gt=1, le=1000,
-    )  # fmt: skip
-    fastpath: bool = knob(
-        True, TRANSPORT, "UDP transports: the compiled data path (workloads/transport/"
-        "fastpath.c) when it is built; off: the Python path alone, for an A/B.",
-    )  # fmt: skip
-    drop: float = knob(
-        0.0, TRANSPORT, "Injected receive-side loss (loopback experiments).", **FRACTION
-    )
 
     @model_validator(mode="after")
-    def _epsilon_pins_only_when_off(self) -> WorkerSpec:
+    def _epsilon_pins_only_when_off(self) -> Any:
         if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
             raise ValueError(
                 "epsilon: pins ε only with phase off (or in the allreduce workload); "
                 "with the phase controller on, set eps_critical / eps_stable"
             )
         return self
+
+
+def transport_knobs() -> dict[str, Any]:
+    """A field for each knob the transport declares with help text (its own flags), with the
+    knob's name, type, default and range."""
+    return {
+        k.name: (k.type, knob(k.default, TRANSPORT, k.help, **k.limits))
+        for k in tconfig.knobs()
+        if k.help
+    }
+
+
+_WithTransport: Any = create_model(
+    "_WithTransport", __base__=_WorkerKnobs, __module__=__name__, **transport_knobs()
+)
+
+
+class WorkerSpec(_WithTransport):
+    """One rank's workload and transport. Floats are finite (no inf/nan) and bounded."""
+
+    def transport_config(self) -> tconfig.TransportConfig:
+        """The transport's settings from this spec as played under its dilation D (pacing / D,
+        t_max x D, the transport's own time constants x D): every knob the transport lets the
+        worker set, by the spec field its declaration names."""
+        given = {k.name: getattr(self, k.flag) for k in tconfig.knobs() if k.flag}
+        return tconfig.TransportConfig.played(given, self.dilation)
 
 
 def first_error(err: ValidationError) -> SpecError:

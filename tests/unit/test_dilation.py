@@ -14,7 +14,8 @@ from testbed.schedule import Event
 from testbed.scheduler import BurstScheduler
 from testbed.spec import RunSpec, SpecError, build_spec
 from topologies.model import Direction
-from workloads import train
+from workloads import args as worker_args
+from workloads import rank, steps
 
 #: Float columns that carry no time or rate: nothing to scale.
 UNITLESS = {"delivered_loss", "epsilon", "train_loss", "lr", "test_acc", "test_loss",
@@ -104,21 +105,21 @@ def test_worker_gets_the_resolved_dilation_and_scales_its_transport(tmp_path):
         RunSpec(dilation="auto").worker_spec()
     spec = RunSpec(dilation="auto", bw=100.0, t_max_ms=500.0, mtu=9000)
     path = write_worker_spec(spec, tmp_path, dilation=4.0)
-    args = train.parse_args(["--spec", str(path), "--rank", "0", "--world", "2"])
-    assert (args.dilation, args.pace_mbps) == (4.0, 95.0)  # the spec stays emulated
-    cfg = train.transport_config(args)
+    args = worker_args.parse_args(["--spec", str(path), "--rank", "0", "--world", "2"])
+    assert (args.spec.dilation, args.spec.pace_mbps) == (4.0, 95.0)  # the spec stays emulated
+    cfg = rank.transport_config(args.spec)
     assert (cfg.rate_mbps, cfg.t_max_ms, cfg.time_scale, cfg.mtu) == (23.75, 2000.0, 4.0, 9000)
-    by_hand = train.transport_config(train.parse_args(["--dilation", "2"]))
+    by_hand = rank.transport_config(worker_args.parse_args(["--dilation", "2"]).spec)
     assert by_hand.rate_mbps == 50.0  # the transport's default rate, dilated too
-    assert train.transport_config(train.parse_args([])).rate_mbps == 100.0
+    assert rank.transport_config(worker_args.parse_args([]).spec).rate_mbps == 100.0
 
 
 def test_compute_is_stretched_by_d_minus_one_times_itself(monkeypatch):
     slept = []
-    monkeypatch.setattr(train.time, "sleep", slept.append)
-    assert train.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=4.0) == 90.0
+    monkeypatch.setattr(steps.time, "sleep", slept.append)
+    assert steps.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=4.0) == 90.0
     assert slept == [0.09]
-    assert train.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=1.0) == 0.0
+    assert steps.stretch_compute(step_ms=130.0, comm_ms=100.0, dilation=1.0) == 0.0
     assert slept == [0.09]
 
 

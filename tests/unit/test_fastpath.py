@@ -222,3 +222,11 @@ def test_compiled_staging_writes_what_the_per_packet_staging_writes(n_elems):
     finally:
         for ep in eps:
             ep.close()
+
+
+def test_the_c_header_layout_is_wire_pys():
+    """The import-time check passes on the build, and names the field a moved offset breaks."""
+    fastpath.check_layout(fastpath.lib)
+    moved = dict(fastpath.wire_layout(), WIRE_OFF_SRC=21)
+    with pytest.raises(ImportError, match="WIRE_OFF_SRC"):
+        fastpath.check_layout(type("Stale", (), moved))

@@ -6,15 +6,11 @@ import pytest
 
 from testbed.launch import Placement, worker_argv, write_worker_spec
 from testbed.spec import RunSpec
-from workloads import train
+from workloads import args as worker_args
 from workloads.spec import MASTER_PORT, WorkerSpec
 
 IDENTITY = ["--rank", "1", "--world", "4", "--master-addr", "10.0.0.2", "--master-port", "29500",
             "--addr", "10.1.0.2", "--out", "results/x", "--run-id", "r1"]  # fmt: skip
-
-
-def _worker_fields(ns) -> WorkerSpec:
-    return WorkerSpec.model_validate({name: getattr(ns, name) for name in WorkerSpec.model_fields})
 
 
 def test_spec_round_trips_through_the_worker_parser(tmp_path):
@@ -25,23 +21,25 @@ def test_spec_round_trips_through_the_worker_parser(tmp_path):
         checkpoint_every=5, warmup_steps=10, drop=0.02, dilation=2.0,
     )  # fmt: skip
     path = write_worker_spec(spec, tmp_path)
-    ns = train.parse_args(["--spec", str(path), *IDENTITY])
-    assert _worker_fields(ns) == spec.worker_spec()
-    assert ns.pace_mbps == pytest.approx(0.95 * 50.0)  # the orchestrator resolved the pace
+    ns = worker_args.parse_args(["--spec", str(path), *IDENTITY])
+    assert ns.spec == spec.worker_spec()
+    assert ns.spec.pace_mbps == pytest.approx(0.95 * 50.0)  # the orchestrator resolved the pace
     assert (ns.rank, ns.world, ns.addr, ns.run_id, ns.out) == (1, 4, "10.1.0.2", "r1",
                                                               Path("results/x"))  # fmt: skip
 
 
 def test_flags_override_the_spec_file(tmp_path):
     path = write_worker_spec(RunSpec(transport="tcp", lr=0.2), tmp_path, 1.0)
-    ns = train.parse_args(["--spec", str(path), "--transport", "dblp", "--no-rescale"])
-    assert (ns.transport, ns.lr, ns.rescale) == ("dblp", 0.2, False)
+    ns = worker_args.parse_args(["--spec", str(path), "--transport", "dblp", "--no-rescale"])
+    assert (ns.spec.transport, ns.spec.lr, ns.spec.rescale) == ("dblp", 0.2, False)
 
 
 def test_by_hand_without_a_spec_file():
-    ns = train.parse_args(["--transport", "dblp", "--eps-stable", "0.1", "--rate-mbps", "800"])
-    assert (ns.transport, ns.eps_stable, ns.pace_mbps) == ("dblp", 0.1, 800.0)
-    assert _worker_fields(ns) == WorkerSpec(eps_stable=0.1, pace_mbps=800.0)
+    ns = worker_args.parse_args(
+        ["--transport", "dblp", "--eps-stable", "0.1", "--rate-mbps", "800"]
+    )
+    assert (ns.spec.transport, ns.spec.eps_stable, ns.spec.pace_mbps) == ("dblp", 0.1, 800.0)
+    assert ns.spec == WorkerSpec(eps_stable=0.1, pace_mbps=800.0)
 
 
 @pytest.mark.parametrize(
@@ -56,7 +54,7 @@ def test_by_hand_without_a_spec_file():
 )
 def test_bad_worker_input_exits_2_naming_the_flag(argv, flag, capsys):
     with pytest.raises(SystemExit) as e:
-        train.parse_args(argv)
+        worker_args.parse_args(argv)
     assert e.value.code == 2
     assert flag in capsys.readouterr().err
 

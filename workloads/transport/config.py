@@ -1,65 +1,150 @@
-"""Transport settings shared by every rank of a job (the contract in notes/contracts.md)."""
+"""Transport settings shared by every rank of a job, each knob declared once.
+
+A knob is a `TransportConfig` field made by `knob()`: its default and its range (pydantic's
+gt/ge/lt/le names), which `__post_init__` checks, and, when the worker's command line sets it,
+its `--help` text. The worker's spec (workloads/spec.py) generates a flag for every knob with
+help text, reusing its default and range, and hands the transport every knob it sets by name
+(`played`): a new knob is its declaration here and its use (docs/design.md, Transports).
+Nothing here imports outside workloads/transport/, so the transport stays standalone.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import functools
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 MIB = 1 << 20
+#: How a knob's value moves under time dilation D (`time_scale`): a duration is played D x
+#: longer, a rate D x slower. Its range is about the emulated value, so its bounds move too.
+DURATION, RATE = "duration", "rate"
+_OPS = {"gt": (operator.gt, ">"), "ge": (operator.ge, ">="),
+        "lt": (operator.lt, "<"), "le": (operator.le, "<=")}  # fmt: skip
+
+
+def knob(
+    default: Any,
+    help: str | None = None,
+    *,
+    flag: str | None = None,
+    dilate: str | None = None,
+    **limits: float,
+) -> Any:
+    """A TransportConfig field: its default, its range (`limits`), its `--help` text when the
+    worker's spec should generate a flag of the same name for it, or `flag`, the spec field of
+    another name that sets it (declared by the spec itself, e.g. a run knob the transport
+    reads); with neither, the worker never sets it. `dilate`: DURATION or RATE."""
+    return field(
+        default=default, metadata={"help": help, "flag": flag, "dilate": dilate, "limits": limits}
+    )
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One TransportConfig field's declaration, as the worker's spec reads it."""
+
+    name: str
+    type: Any
+    default: Any
+    limits: dict[str, float]
+    help: str | None
+    flag: str | None  # the worker's spec field that sets it, or None
+    dilate: str | None
 
 
 @dataclass(frozen=True)
 class TransportConfig:
     """One job's transport parameters; every rank must use the same values.
 
-    rate_mbps is each rank's total pacing rate in Mbit/s (L2 bytes on the wire); each
-    sender->receiver pair gets rate/(N-1), repairs included. t_max_ms=None means "t_max_p50 x
-    the calibrated burst-free p50" (see TransposeAllReduce.calibrate): the hard cap of every
-    policy, and the whole timeout of optireduce's fixed mode, so it is the axis a comparison
-    with the bounded-time baseline sweeps. drop is a seeded loss
-    injected at the receiving socket, for tests and the loopback benchmark only. time_scale is
-    the run's time dilation D (testbed/dilation.py): the caller gives rate and t_max already
-    scaled; the transport scales its own fixed time constants (the idle detector's floor).
-    fastpath: run the compiled data path (fastpath.c: taking received DATA, staging first
-    transmissions) when it is built; False keeps the Python path alone (the benchmarks' A/B).
+    Rates and durations are as played: the caller gives them already scaled by the run's time
+    dilation D (`played` does it), and `time_scale` = D scales the transport's own fixed time
+    constants (the idle detector's floor).
     """
 
-    rate_mbps: float = 100.0
-    mtu: int = 1500
-    ports_per_peer: int = 4
-    base_port: int = 47000
-    t_max_ms: float | None = None
-    t_max_p50: float = 4.0
-    optireduce_mode: Literal["adaptive", "fixed"] = "adaptive"
-    rescale: bool = False
-    sock_buf_bytes: int = 32 * MIB
-    drop: float = 0.0
-    seed: int = 0
-    time_scale: float = 1.0
-    fastpath: bool = True
+    #: each rank's total pacing rate in Mbit/s (L2 bytes on the wire); each sender->receiver
+    #: pair gets rate/(N-1), repairs included
+    rate_mbps: float = knob(100.0, flag="pace_mbps", dilate=RATE, gt=0, le=100_000)
+    mtu: int = knob(1500, flag="mtu", ge=576, le=65535)
+    ports_per_peer: int = knob(4, ge=1, le=64)
+    base_port: int = knob(47000, "UDP ports base + rank*k + i.", ge=1024, le=65_000)
+    t_max_ms: float | None = knob(
+        None, "Hard cap per round, ms (default: --t-max-p50 x the calibrated p50).",
+        dilate=DURATION, gt=0, le=600_000,
+    )  # fmt: skip
+    #: with t_max_ms None the hard cap of every policy is t_max_p50 x the calibrated burst-free
+    #: p50 (TransposeAllReduce.calibrate), and the whole timeout of optireduce's fixed mode
+    t_max_p50: float = knob(
+        4.0, "Hard cap per round as a multiple of the calibrated burst-free p50, when "
+        "--t-max-ms is not given: optireduce fixed waits this long for a lossy round (the "
+        "timeout axis of `make reproduce`).", gt=1, le=1000,
+    )  # fmt: skip
+    optireduce_mode: Literal["adaptive", "fixed"] = knob(
+        "adaptive", "optireduce: round timeout rule."
+    )
+    rescale: bool = knob(False, "optireduce: unbiased mean of what arrived.")
+    sock_buf_bytes: int = knob(32 * MIB, ge=65536)
+    #: seeded loss injected at the receiving socket, for tests and the loopback benchmark only
+    drop: float = knob(0.0, "Injected receive-side loss (loopback experiments).", ge=0, lt=1)
+    seed: int = knob(0, flag="seed")
+    time_scale: float = knob(1.0, ge=1)  # the run's time dilation D (testbed/dilation.py)
+    #: the compiled data path takes received DATA and stages first transmissions
+    fastpath: bool = knob(
+        True, "UDP transports: the compiled data path (workloads/transport/fastpath.c) when it "
+        "is built; off: the Python path alone, for an A/B.",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
-        if not self.rate_mbps > 0:
-            raise ValueError(f"rate_mbps must be > 0, got {self.rate_mbps}")
-        if not 576 <= self.mtu <= 65535:
-            raise ValueError(f"mtu must be in [576, 65535], got {self.mtu}")
-        if not 1 <= self.ports_per_peer <= 64:
-            raise ValueError(f"ports_per_peer must be in [1, 64], got {self.ports_per_peer}")
-        if not 1024 <= self.base_port <= 65535:
-            raise ValueError(f"base_port must be in [1024, 65535], got {self.base_port}")
-        if self.t_max_ms is not None and not self.t_max_ms > 0:
-            raise ValueError(f"t_max_ms must be > 0 or None, got {self.t_max_ms}")
-        if not 1.0 < self.t_max_p50 <= 1000.0:
-            raise ValueError(f"t_max_p50 must be in (1, 1000], got {self.t_max_p50}")
-        if self.optireduce_mode not in ("adaptive", "fixed"):
-            raise ValueError(f"optireduce_mode must be adaptive|fixed, got {self.optireduce_mode}")
-        if self.sock_buf_bytes < 65536:
-            raise ValueError(f"sock_buf_bytes must be >= 65536, got {self.sock_buf_bytes}")
-        if not 0.0 <= self.drop < 1.0:
-            raise ValueError(f"drop must be in [0, 1), got {self.drop}")
-        if not self.time_scale >= 1.0:
-            raise ValueError(f"time_scale must be >= 1, got {self.time_scale}")
+        # time_scale first: the dilated knobs' bounds move with it
+        for k in sorted(knobs(), key=lambda k: k.name != "time_scale"):
+            value = getattr(self, k.name)
+            choices = get_args(k.type) if get_origin(k.type) is Literal else ()
+            if choices and value not in choices:
+                raise ValueError(f"{k.name} must be {'|'.join(choices)}, got {value!r}")
+            if value is None or not k.limits:
+                continue
+            scale = {DURATION: self.time_scale, RATE: 1 / self.time_scale}.get(k.dilate, 1.0)
+            bounds = {op: bound * scale for op, bound in k.limits.items()}
+            if not all(_OPS[op][0](value, bound) for op, bound in bounds.items()):
+                rule = " and ".join(f"{_OPS[op][1]} {bound:g}" for op, bound in bounds.items())
+                raise ValueError(f"{k.name} must be {rule}, got {value}")
+
+    @classmethod
+    def played(cls, given: Mapping[str, Any], time_scale: float = 1.0) -> TransportConfig:
+        """The config of knobs given by name in emulated time (None: the knob's default),
+        played under time dilation D = `time_scale`: durations x D, rates / D."""
+        out: dict[str, Any] = {}
+        for k in knobs():
+            if k.name not in given:
+                continue
+            value = k.default if given[k.name] is None else given[k.name]
+            if value is not None and k.dilate == DURATION:
+                value = value * time_scale
+            elif value is not None and k.dilate == RATE:
+                value = value / time_scale
+            out[k.name] = value
+        return cls(**out, time_scale=time_scale)
 
     def last_port(self, world: int) -> int:
         """Highest UDP port a job of `world` ranks binds (base + rank*k + i)."""
         return self.base_port + world * self.ports_per_peer - 1
+
+
+@functools.cache
+def knobs() -> tuple[Knob, ...]:
+    """Every TransportConfig knob's declaration, in field order."""
+    hints = get_type_hints(TransportConfig)
+    out = []
+    for f in fields(TransportConfig):
+        m = f.metadata
+        flag = f.name if m["help"] else m["flag"]
+        out.append(
+            Knob(f.name, hints[f.name], f.default, m["limits"], m["help"], flag, m["dilate"])
+        )
+    return tuple(out)
+
+
+def limits(name: str) -> dict[str, float]:
+    """Knob `name`'s range, for a field elsewhere that must accept the same values."""
+    return next(k.limits for k in knobs() if k.name == name)

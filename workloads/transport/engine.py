@@ -10,6 +10,9 @@ of the member its header names (the rendezvous table; the header's rank alone is
 belongs to the current round or a small window around it, and (DATA) holds finite values.
 Everything else is dropped and counted by reason; NACK answers go only to verified members and
 are bounded per round, so a NACK cannot be turned into an amplifier.
+
+Here: the loop and the life of a round (start, advance stage by stage, finish). The sides the
+loop drives are mixins over the same state: receive.py, send.py, repair.py.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import numpy as np
 from workloads.transport import fastpath, wire
 from workloads.transport.completion import CompletionPolicy, Verdict
 from workloads.transport.config import TransportConfig
-from workloads.transport.endpoint import SEND_SLOTS, Endpoint
+from workloads.transport.endpoint import Endpoint
 from workloads.transport.layout import Layout
 from workloads.transport.mmsg import source_key
-from workloads.transport.pacer import WIRE_OVERHEAD, Pacer
+from workloads.transport.pacer import Pacer
+from workloads.transport.receive import Receiver
+from workloads.transport.repair import Repairs
 from workloads.transport.roundstate import (
     STAGE_DRAIN,
     STAGE_GATHER,
@@ -37,28 +42,21 @@ from workloads.transport.roundstate import (
     RoundState,
     SendJob,
     Timing,
-    within_quota,
 )
 from workloads.transport.schedstat import thread_times_ns
+from workloads.transport.send import Sender
 from workloads.transport.stats import RoundStats
 
 HISTORY = 4  # finished rounds whose data a rank keeps to answer NACKs
-FUTURE = 2  # rounds ahead of this rank whose datagrams are buffered until it gets there
-PENDING_MAX_BYTES = 64 << 20
-#: Repair packets a rank sends one peer for one (round, stage), per packet of the shard: enough
-#: for many NACK rounds at heavy loss, never an open-ended answer to NACKs.
-REPAIR_FACTOR = 8
 RELIABLE_GIVE_UP_S = 60.0  # a reliable round that cannot finish in this long means a dead peer
 LOSSY_GRACE_S = 5.0  # a lossy round past its budget by this much means a stuck loop
 IDLE_POLL_S = 0.5
-SEND_BATCH = SEND_SLOTS
 #: Packets' worth of tokens a peer gathers before the loop wakes to send to it (the pacer's
 #: depth caps it): one wake-up and one sendmmsg per few packets instead of per packet.
 PACE_BATCH = 4
 #: Shortest gap between two passes of the loop that arrivals alone cause (a deadline or the
 #: pacer may wake it sooner): half the smallest idle gap, so no idle is misjudged.
 MIN_PASS_S = 0.001
-RECV_BATCH = 512
 #: Rejections that are ordinary protocol life, not suspect input (not counted as bad).
 NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round"))
 
@@ -76,7 +74,10 @@ class Request:
     error: BaseException | None = None
 
 
-class Engine(threading.Thread):
+class Engine(Receiver, Sender, Repairs, threading.Thread):
+    """One rank's event loop and its rounds; its receive, send and repair sides are the mixins
+    (receive.py, send.py, repair.py), which share this thread's state."""
+
     def __init__(
         self, rank: int, world: int, endpoint: Endpoint, config: TransportConfig, job_token: int
     ) -> None:
@@ -337,7 +338,6 @@ class Engine(threading.Thread):
             retx_pkts=self.retx,
             cap_hit=rs.cap_hit,
             policy=rs.policy.name,
-            eps_id=rs.eps_id,
             cpu_ms=max(0, cpu_ns - self.cpu0_ns) / 1e6,
             cpu_wait_ms=max(0, wait_ns - self.wait0_ns) / 1e6,
             loop_late_ms=self.late_s * 1e3,
@@ -358,299 +358,3 @@ class Engine(threading.Thread):
         assert req is not None
         req.result = (out, stats)
         req.done.set()
-
-    # ---- receive -------------------------------------------------------------------------------
-
-    def _drain(self, i: int) -> None:
-        """Read socket i until it is empty (or RECV_BATCH datagrams): one recvmmsg per batch,
-        the compiled path taking what it can of it, the Python path the rest (or all)."""
-        ring, fd, slots = self.ep.ring, self.ep.socks[i].fileno(), self.ep.ring.slots
-        fast = self.rx if not self.inject else None  # injected loss is the Python path's
-        one, clock = self._one, time.monotonic
-        got = 0
-        while got < RECV_BATCH:
-            rs = self.active
-            if fast is not None and rs is not None:
-                n = ring.recv_count(fd)
-                if n is None:
-                    continue  # a queued ICMP error, not a datagram
-                left = fast.take(i, n, rs, clock())
-                if len(left):
-                    lens, keys = ring.lens(), ring.source()
-                    for k in left.tolist():
-                        one(i, k, int(lens[k]), int(keys[k]))
-            else:
-                batch = ring.recv(fd)
-                if batch is None:
-                    continue
-                lens_, keys_ = batch
-                n = len(lens_)
-                for k in range(n):
-                    if lens_[k]:  # an empty datagram carries nothing, not even a header
-                        one(i, k, lens_[k], keys_[k])
-            if n < slots:
-                return
-            got += n
-
-    def _one(self, i: int, k: int, n: int, key: int) -> None:
-        """The Python path for the datagram of n bytes in slot k, from socket i's `key`."""
-        if self.inject and self.rng.random() < self.cfg.drop:
-            self.reasons["injected"] += 1
-            return
-        buf, view = self.ep.ring.views[k]
-        h = self.decode(view, n)
-        if h.__class__ is str:
-            self.reasons[h] += 1
-        elif key != self.expect[i][h.src]:
-            self.reasons["source"] += 1  # not the member the header names
-        else:
-            self._dispatch(h, buf, view, n, time.monotonic())
-
-    def _dispatch(
-        self, h: wire.Header, buf: np.ndarray, view: memoryview, n: int, now: float
-    ) -> None:
-        """Route a datagram that passed decode and the source check to its round."""
-        rs = self.active
-        if rs is not None and h.round == rs.round:
-            if h.kind == wire.DATA:
-                why = rs.accept(h, buf, now)
-                if why is not None:
-                    self.reasons[why] += 1
-            else:
-                self._on_nack(rs, h, view)
-            return
-        if h.round in self.history:
-            if h.kind == wire.DATA:
-                self.reasons["late"] += 1
-            else:
-                self._on_nack(self.history[h.round], h, view)
-            return
-        if self.next_round <= h.round <= self.next_round + FUTURE:
-            if h.kind == wire.NACK:
-                self.reasons["unknown_round"] += 1  # we send it all once we get there
-            elif self.pending_bytes + n > PENDING_MAX_BYTES:
-                self.reasons["pending_overflow"] += 1
-            else:
-                self.pending.setdefault(h.round, []).append(bytes(view[:n]))
-                self.pending_bytes += n
-            return
-        self.reasons["round_window"] += 1
-
-    def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview) -> None:
-        q, lay = h.src, rs.layout
-        if h.stage == wire.SCATTER:
-            shard, arr, start = q, rs.data, lay.start(q)
-        else:
-            if rs.reduced is None:
-                self.reasons["unknown_round"] += 1  # our gather has not begun; it will come
-                return
-            shard, arr, start = self.me, rs.reduced, 0
-        n = lay.length(shard)
-        ranges = wire.nack_ranges(view, h.count)
-        if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
-            self.reasons["nack_range"] += 1
-            return
-        key = (q, h.stage)
-        budget = REPAIR_FACTOR * lay.npkts(shard) - rs.repairs_sent.get(key, 0)
-        first = rs.first_jobs.get(key)
-        # Packets the first transmission has still to send (index >= its pos) are not repaired.
-        cut = first.pos if first is not None and first.unsent(first.pos) else None
-        queued = rs.repairs_queued.setdefault(key, set())
-        want: list[int] = []
-        per = lay.per_pkt
-        for off, cnt in ranges:
-            end = -(-(off + cnt) // per)
-            for i in range(off // per, end if cut is None else min(end, cut)):
-                if i not in queued:
-                    if len(want) >= budget:
-                        self.reasons["repair_budget"] += 1
-                        break
-                    queued.add(i)
-                    want.append(i)
-        if want:
-            rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
-            src = arr[start : start + n].view(np.uint8)
-            job = SendJob(q, rs, h.stage, shard, src, want, first=False, addr=src.ctypes.data)
-            self.queues[q].appendleft(job)
-
-    # ---- send ----------------------------------------------------------------------------------
-
-    def _want(self, p: int) -> int | None:
-        """Wire bytes of the next packet queued for peer p (dropping finished jobs), or None."""
-        dq = self.queues[p]
-        while dq and (dq[0].cancelled or dq[0].pos >= len(dq[0].indices)):
-            dq.popleft()
-        if not dq:
-            return None
-        job = dq[0]
-        cnt = min(self.per_pkt, job.src.size // 4 - job.indices[job.pos] * self.per_pkt)
-        return wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
-
-    def _wants(self) -> dict[int, int]:
-        wants = {}
-        for p in self.peers:
-            w = self._want(p)
-            if w is not None:
-                wants[p] = w
-        return wants
-
-    def _send(self, now: float) -> None:
-        """Up to SEND_BATCH packets the pacer lets go now, one sendmmsg per socket used."""
-        wants = self._wants()
-        if not wants:
-            return
-        if self.tx is not None:
-            self._send_runs(now)
-            return
-        pacer, queues, want, stage, clock = (
-            self.pacer,
-            self.queues,
-            self._want,
-            self._stage_data,
-            time.monotonic,
-        )
-        staged: list[list[tuple[int, bool]]] = [[] for _ in range(self.ep.k)]
-        # One socket per peer per pass (rotating), so a pass's packets to a peer leave in one
-        # sendmmsg and arrive in one recvmmsg: striping each packet over the k sockets split
-        # every batch k ways (3.9 datagrams per call measured). Over a round the k flows still
-        # share the data, so ECMP spreads it as before, in runs of one pass each.
-        k, tick = self.ep.k, self.passes
-        self.passes += 1
-        for _ in range(SEND_BATCH):
-            p = pacer.next_peer(now, wants)
-            if p is None:
-                break
-            job = queues[p][0]
-            i = job.indices[job.pos]
-            job.pos += 1
-            sock = (tick + p) % k
-            stage(job, i, sock, staged[sock])
-            pacer.consume(p, wants[p])
-            w = want(p)
-            if w is None:
-                del wants[p]
-                if not wants:
-                    break
-            else:
-                wants[p] = w
-            now = clock()
-        self._flush(staged)
-
-    def _send_runs(self, now: float) -> None:
-        """`_send` with the compiled staging: each peer in turn (a rotating first) gets all its
-        tokens allow this pass as one run of its first transmission, staged in one C call.
-        Per-peer buckets are independent, so each peer gets what its bucket holds at the pass's
-        start, as in the per-packet loop (which also refills between packets); the runs are in
-        the order sockets are flushed anyway. Repairs go packet by packet."""
-        pacer, queues, want, tx = self.pacer, self.queues, self._want, self.tx
-        pacer.refill(now)
-        tokens = pacer.tokens
-        k, tick, peers = self.ep.k, self.passes, self.peers
-        self.passes += 1
-        staged: list[list[tuple[int, bool]]] = [[] for _ in range(k)]
-        full = wire.HEADER_BYTES + 4 * self.per_pkt + WIRE_OVERHEAD
-        room = SEND_BATCH
-        for j in range(len(peers)):
-            p = peers[(tick + j) % len(peers)]
-            sock = (tick + p) % k
-            while room > 0:
-                need = want(p)
-                if need is None or tokens[p] < need:
-                    break
-                job = queues[p][0]
-                if not job.first:
-                    i = job.indices[job.pos]
-                    job.pos += 1
-                    self._stage_data(job, i, sock, staged[sock])
-                    pacer.consume(p, need)
-                    room -= 1
-                    continue
-                m = min(room, len(job.indices) - job.pos, int(tokens[p] // full)) or 1
-                nbytes = tx.stage(sock, job, m, job.rs.policy.header_budget_us())
-                job.pos += m
-                pacer.consume(p, nbytes + m * (wire.HEADER_BYTES + WIRE_OVERHEAD))
-                room -= m
-                last = nbytes - 4 * self.per_pkt * (m - 1)
-                staged[sock] += [(4 * self.per_pkt, True)] * (m - 1) + [(last, True)]
-        self._flush(staged)
-
-    def _flush(self, staged: list[list[tuple[int, bool]]]) -> None:
-        """One sendmmsg per socket with packets staged; count what the kernel took."""
-        for s, pkts in enumerate(staged):
-            if pkts:
-                for ok, (nb, first) in zip(
-                    self.ep.batches[s].flush(self.ep.socks[s].fileno()), pkts, strict=True
-                ):
-                    if ok:
-                        self.sent_bytes += nb
-                        if not first:
-                            self.retx += 1
-
-    def _stage_data(self, job: SendJob, i: int, s: int, staged: list[tuple[int, bool]]) -> None:
-        """Pack packet i of the job into the send batch of socket s."""
-        rs, per = job.rs, self.per_pkt
-        off = i * per
-        cnt = min(per, job.src.size // 4 - off)
-        flags = 0
-        if job.first:
-            if i == len(job.indices) - 1:
-                flags = wire.FLAG_LAST
-        else:
-            flags = wire.FLAG_REPAIR
-            rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
-        nb = 4 * cnt
-        hdr = self.ep.batches[s].add(job.peer, job.addr + 4 * off, nb)
-        wire.pack_header_into(
-            hdr,
-            wire.DATA,
-            job.stage,
-            flags,
-            self.job_token,
-            rs.round,
-            self.me,
-            job.shard,
-            off,
-            cnt,
-            rs.eps_id,
-            rs.policy.header_budget_us(),
-        )
-        staged.append((nb, job.first))
-
-    def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
-        """Ask each peer not held back for what it owes, as much as the policy wants."""
-        t = rs.timing
-        prog = rs.sc if stage == wire.SCATTER else rs.ga
-        owed = {
-            p: r
-            for p in self.peers
-            if now >= rs.nack_hold.get((p, stage), 0.0) and (r := rs.missing_ranges(stage, p))
-        }
-        quota = rs.policy.repair_elems(prog)
-        for p, ranges in within_quota(owed, quota, rs.layout.per_pkt).items():
-            if not ranges:
-                continue
-            key = (p, stage)
-            ranges = ranges[: self.max_ranges]
-            pkts = sum(-(-c // rs.layout.per_pkt) for _, c in ranges)
-            shard = self.me if stage == wire.SCATTER else p
-            hdr = wire.Header(
-                wire.MAGIC,
-                wire.VERSION,
-                wire.NACK,
-                stage,
-                0,
-                self.job_token,
-                rs.round,
-                self.me,
-                shard,
-                0,
-                len(ranges),
-                rs.eps_id,
-                0,
-            )
-            dgram = wire.encode(hdr, wire.nack_payload(ranges))
-            self.sock_rr = (self.sock_rr + 1) % self.ep.k
-            if self.ep.send(self.sock_rr, p, memoryview(dgram)):
-                self.nacks += 1
-            self.pacer.consume(p, len(dgram) + WIRE_OVERHEAD)
-            rs.nack_hold[key] = now + 2 * t.gap_s + pkts * t.pair_pkt_s

@@ -10,9 +10,9 @@
  * datagram again and counts why it was rejected. So this file can only ever accept less than
  * the Python path would, never more; tests/unit/test_fastpath.py checks the two agree.
  *
- * Header (wire.HEADER "<IBBBBQIHHIIII", little-endian, 40 bytes): magic u32 @0, version u8 @4,
- * kind u8 @5, stage u8 @6, flags u8 @7, job token u64 @8, round u32 @16, src u16 @20,
- * shard u16 @22, offset u32 @24, count u32 @28, eps_id u32 @32, timeout_us u32 @36.
+ * Header (wire.HEADER "<IBBBBQIHHIIII", little-endian, 40 bytes): magic u32, version u8, kind u8,
+ * stage u8, flags u8, job token u64, round u32, src u16, shard u16, offset u32, count u32,
+ * eps_id u32, timeout_us u32, at the offsets fastpath.h declares (checked against wire.py).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -22,12 +22,12 @@
 
 #include "fastpath.h"
 
-#define HDR 40u
-#define MAGIC 0x504C4244u
-#define VERSION 2u
-#define DATA 1u
-#define DATA_FLAGS 0x03u
-#define FLAG_LAST 0x01u
+#define HDR ((uint32_t)WIRE_HEADER_BYTES)
+#define MAGIC ((uint32_t)WIRE_MAGIC)
+#define VERSION ((uint32_t)WIRE_VERSION)
+#define DATA ((uint32_t)WIRE_DATA)
+#define DATA_FLAGS ((uint32_t)WIRE_DATA_FLAGS)
+#define FLAG_LAST ((uint32_t)WIRE_FLAG_LAST)
 
 static uint32_t u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint16_t u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -45,17 +45,19 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
         const uint8_t *b = bufs + (size_t)k * slot_bytes;
         if (len < HDR || len > r->max_bytes)
             goto python;
-        uint32_t stage = b[6], flags = b[7], src = u16(b + 20), shard = u16(b + 22);
-        uint32_t offset = u32(b + 24), count = u32(b + 28);
-        if (u32(b) != MAGIC || b[4] != VERSION || b[5] != DATA || stage > 1)
+        uint32_t stage = b[WIRE_OFF_STAGE], flags = b[WIRE_OFF_FLAGS];
+        uint32_t src = u16(b + WIRE_OFF_SRC), shard = u16(b + WIRE_OFF_SHARD);
+        uint32_t offset = u32(b + WIRE_OFF_OFFSET), count = u32(b + WIRE_OFF_COUNT);
+        if (u32(b + WIRE_OFF_MAGIC) != MAGIC || b[WIRE_OFF_VERSION] != VERSION
+            || b[WIRE_OFF_KIND] != DATA || stage > 1)
             goto python;
-        if (u64(b + 8) != r->job_token || src >= r->world || src == r->me || shard >= r->world)
+        if (u64(b + WIRE_OFF_JOB_TOKEN) != r->job_token || src >= r->world || src == r->me || shard >= r->world)
             goto python;
         if ((flags & ~DATA_FLAGS) || shard != (stage == 0 ? r->me : src))
             goto python;
         if (count == 0 || count > r->per_pkt || len != HDR + 4u * count || offset % r->per_pkt)
             goto python;
-        if (u64(names + (size_t)k * name_stride) != r->expect[src] || u32(b + 16) != r->round)
+        if (u64(names + (size_t)k * name_stride) != r->expect[src] || u32(b + WIRE_OFF_ROUND) != r->round)
             goto python;
         if (!(stage == 0 ? r->scatter_open : r->gather_open))
             goto python;
@@ -89,9 +91,9 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
             }
         }
         r->pkts += 1;
-        if (u32(b + 32) != r->eps_id)
+        if (u32(b + WIRE_OFF_EPS_ID) != r->eps_id)
             r->eps_mismatch += 1;
-        uint32_t budget = u32(b + 36);
+        uint32_t budget = u32(b + WIRE_OFF_TIMEOUT_US);
         if (budget && budget != r->budget_us[src]) {
             r->budget_us[src] = budget;
             r->news += 1;
@@ -108,7 +110,10 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
  * as m calls of Engine._stage_data would: the header is `tmpl` with its flags (FLAG_LAST on packet
  * `last_idx`), offset and count set, the payload iovec points into the shard, the destination is
  * `name`. Returns the payload bytes staged. Repairs, which also update Python-side bookkeeping,
- * stay with _stage_data. */
+ * stay with _stage_data.
+ * No bounds checks: the caller (fastpath.TxFast.stage, which asserts it) guarantees
+ * 1 <= m, k0 + m <= the batch's slots, and first + m - 1 <= last_idx (every packet inside the
+ * shard, so off < shard_len and the payload pointer stays in it). */
 uint64_t tx_stage(void *msgs_v, void *iov_v, uint8_t *hdrs, int k0, int m, void *name,
                   const uint8_t *payload, uint32_t first, uint32_t per_pkt, uint32_t shard_len,
                   const uint8_t *tmpl, uint32_t last_idx)
@@ -121,9 +126,10 @@ uint64_t tx_stage(void *msgs_v, void *iov_v, uint8_t *hdrs, int k0, int m, void 
         uint32_t cnt = shard_len - off < per_pkt ? shard_len - off : per_pkt;
         uint8_t *h = hdrs + (size_t)(k0 + j) * HDR;
         memcpy(h, tmpl, HDR);
-        h[7] = (uint8_t)(tmpl[7] | (idx == last_idx ? FLAG_LAST : 0u));
-        memcpy(h + 24, &off, 4);
-        memcpy(h + 28, &cnt, 4);
+        uint8_t last = idx == last_idx ? FLAG_LAST : 0u;
+        h[WIRE_OFF_FLAGS] = (uint8_t)(tmpl[WIRE_OFF_FLAGS] | last);
+        memcpy(h + WIRE_OFF_OFFSET, &off, 4);
+        memcpy(h + WIRE_OFF_COUNT, &cnt, 4);
         msgs[k0 + j].msg_hdr.msg_name = name;
         iov[2 * (k0 + j) + 1].iov_base = (void *)(payload + 4u * off);
         iov[2 * (k0 + j) + 1].iov_len = 4u * cnt;

@@ -1,5 +1,20 @@
-/* The receive fast path's contract (fastpath.c). fastpath_build.py hands this same text to cffi's cdef,
- * so the C compiler and the Python binding read one declaration. */
+/* The compiled data path's contract (fastpath.c: rx_take receives, tx_stage sends).
+ * fastpath_build.py hands this same text to cffi's cdef, so the C compiler and the Python binding
+ * read one declaration. */
+
+/* The wire header as fastpath.c reads and writes it (wire.HEADER, little-endian): its size, each
+ * field's byte offset (WIRE_OFF_ + wire.Header's field name) and the constants it tests.
+ * fastpath.py checks every one against wire.py when it is imported. */
+enum {
+    WIRE_HEADER_BYTES = 40,
+    WIRE_OFF_MAGIC = 0, WIRE_OFF_VERSION = 4, WIRE_OFF_KIND = 5, WIRE_OFF_STAGE = 6,
+    WIRE_OFF_FLAGS = 7, WIRE_OFF_JOB_TOKEN = 8, WIRE_OFF_ROUND = 16, WIRE_OFF_SRC = 20,
+    WIRE_OFF_SHARD = 22, WIRE_OFF_OFFSET = 24, WIRE_OFF_COUNT = 28, WIRE_OFF_EPS_ID = 32,
+    WIRE_OFF_TIMEOUT_US = 36,
+    WIRE_MAGIC = 0x504C4244, WIRE_VERSION = 2, WIRE_DATA = 1,
+    WIRE_FLAG_LAST = 0x01, WIRE_DATA_FLAGS = 0x03
+};
+
 typedef struct {
     /* the rank and its round: set by fastpath.RxFast.bind */
     uint64_t job_token;

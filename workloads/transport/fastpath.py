@@ -19,6 +19,7 @@ only.
 
 from __future__ import annotations
 
+import struct
 import sys
 
 import numpy as np
@@ -35,6 +36,34 @@ except ImportError:  # not built: the Python path alone
 __all__ = ["RxFast", "TxFast", "available"]
 
 NOT_BUILT = "workloads.transport._fastpath is not built (pip install -e . compiles it)"
+
+
+def wire_layout() -> dict[str, int]:
+    """wire.py's header as fastpath.h names it: its size, each field's byte offset and the
+    constants the C code tests."""
+    fmt = wire.HEADER.format
+    out = {"WIRE_HEADER_BYTES": wire.HEADER_BYTES}
+    for i, name in enumerate(wire.Header._fields):
+        out["WIRE_OFF_" + name.upper()] = struct.calcsize(fmt[: i + 1])
+    for name in ("MAGIC", "VERSION", "DATA", "FLAG_LAST", "DATA_FLAGS"):
+        out["WIRE_" + name] = getattr(wire, name)
+    return out
+
+
+def check_layout(compiled) -> None:
+    """Fail if the built module reads the header differently from wire.py: the C code has the
+    layout written in fastpath.h, and a change to wire.HEADER must not go unnoticed there."""
+    theirs = {name: getattr(compiled, name, None) for name in wire_layout()}
+    wrong = {k: (v, theirs[k]) for k, v in wire_layout().items() if theirs[k] != v}
+    if wrong:
+        raise ImportError(
+            "workloads.transport._fastpath disagrees with wire.py on the header (name: wire.py, "
+            f"C): {wrong}; fix fastpath.h, or rebuild a stale build (pip install -e .)"
+        )
+
+
+if lib is not None:
+    check_layout(lib)
 
 
 def available() -> bool:
@@ -165,6 +194,8 @@ class TxFast:
             )
         self.job_token, self.me, self.per_pkt = job_token, me, per_pkt
         self.batches = batches
+        if any(b.hdrs.shape[1] != wire.HEADER_BYTES for b in batches):
+            raise ValueError("tx_stage writes header slots of wire.HEADER_BYTES")
         cast = ffi.cast
         self._geom = [
             (cast("void *", msgs), cast("void *", iov), cast("uint8_t *", hdrs),
@@ -184,6 +215,16 @@ class TxFast:
                               self.me, job.shard, 0, 0, rs.eps_id, budget_us)  # fmt: skip
         first = job.indices[job.pos]
         last = len(job.indices) - 1
+        # tx_stage has no bounds checks; this is what it relies on: a first transmission (its
+        # indices the range 0..last, so packet i is at i x per_pkt), m slots left in the batch,
+        # the m packets all in the job, and the job's last packet inside its shard.
+        assert (
+            job.first
+            and 1 <= m <= batch.slots - k0
+            and first == job.pos
+            and first + m - 1 <= last
+            and last * self.per_pkt < job.src.size // 4
+        ), (job.first, m, k0, batch.slots, first, last, job.src.size)
         payload = ffi.cast("uint8_t *", job.addr)
         nbytes = lib.tx_stage(msgs, iov, hdrs, k0, m, names[job.peer], payload, first,
                               self.per_pkt, job.src.size // 4, self._tmpl, last)  # fmt: skip

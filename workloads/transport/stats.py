@@ -40,7 +40,6 @@ class RoundStats:
     retx_pkts: int
     cap_hit: bool
     policy: str = ""
-    eps_id: int = 0
     cpu_ms: float = 0.0  # CPU time of the transport's event loop in the round
     cpu_wait_ms: float = 0.0
     loop_late_ms: float = 0.0
