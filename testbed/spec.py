@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from testbed.impairments import LOSS_BACKENDS
+from testbed.bursts.impairments import LOSS_BACKENDS
 from workloads.spec import (
     BURSTS,
     NETWORK,

@@ -11,11 +11,11 @@ import subprocess
 
 import pytest
 
-from testbed import experiment
-from testbed.experiment import Interrupted, RunFailed, _Signals, final_status, signal_name
-from testbed.network import Terminated, _kill_if_in
-from testbed.network import _Signals as NetSignals
-from testbed.statedir import netns_inode
+from testbed.base.statedir import netns_inode
+from testbed.network.live import Terminated, _kill_if_in
+from testbed.network.live import _Signals as NetSignals
+from testbed.run import experiment
+from testbed.run.experiment import Interrupted, RunFailed, _Signals, final_status, signal_name
 
 
 def _raised_while_handling(first: BaseException, then: BaseException) -> BaseException:

@@ -17,7 +17,7 @@ CHILD = """
 import inspect, sys, time
 from pathlib import Path
 from analysis import schema
-from testbed import experiment, results
+from testbed.run import experiment, results
 from testbed.spec import RunSpec
 
 mode, out = sys.argv[1], Path(sys.argv[2])
@@ -30,7 +30,7 @@ def fake_execute(p, info, run_dir, emit):
         say("running")
         time.sleep(20)
     elif mode == "network":
-        from testbed.network import _Signals
+        from testbed.network.live import _Signals
         with _Signals() as signals:
             signals.live()
             say("running")
