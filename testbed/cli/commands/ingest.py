@@ -257,7 +257,7 @@ def run_info(ranks: list[RankDir], run_id: str, status: str, reason: str) -> sch
 def ingest_job(inputs: list[Path], run_dir: Path, label: str | None = None) -> schema.RunInfo:
     """Check, copy and merge the rank folders under `inputs` into `run_dir` (new or empty);
     returns the run.json written. Raises IngestError naming what is wrong."""
-    from testbed.run.experiment import _merge  # the testbed's own merge, verdict and summary
+    from testbed.run.summary import merge  # the testbed's own merge, verdict and summary
 
     ranks = find_rank_dirs(inputs)
     check_job(ranks)
@@ -275,7 +275,7 @@ def ingest_job(inputs: list[Path], run_dir: Path, label: str | None = None) -> s
             end = max(s["t_start_s"] + s["step_ms"] / 1e3 for s in steps)
             info.wall_s = end - min(s["t_start_s"] for s in steps)
         schema.write_run_info(run_dir, info)  # the merge's summary reads it
-        _merge(info, run_dir)
+        merge(info, run_dir)
         info.cpu_pressure = {}  # the merge reads this machine's; the ranks ran elsewhere
         schema.write_run_info(run_dir, info)
     except BaseException:
