@@ -12,9 +12,12 @@ import time
 from dataclasses import dataclass
 
 from testbed.base.kernel import KernelError
-from testbed.network.live import LiveNetwork
+from testbed.network.live import LiveNetwork, live_network
+from topologies import Topology
 
 IPERF_PORT = 5201
+#: `check` passes when one flow gets this share of the configured rate (and all pairs reach).
+MIN_RATE_FRACTION = 0.9
 
 
 @dataclass(frozen=True)
@@ -95,3 +98,43 @@ def uplinks(net: LiveNetwork, router: str) -> list[str]:
     """The router's interfaces towards routers of a higher tier (towards the core)."""
     topo = net.topo
     return [topo.intf(router, lk.b) for lk in topo.links_of(router) if lk.a == router]
+
+
+def check(t: Topology, seed: int, seconds: float, flows: int) -> tuple[dict, bool]:
+    """`testbed topo check`: bring `t` up, test all pairs, one iperf3 flow first to last host,
+    then `flows` parallel ones and how they spread over the first host's uplinks; tear down.
+    Returns the measures and whether every pair reached and one flow got its rate."""
+    src, dst = t.hosts[0].name, t.hosts[-1].name
+    configured = t.link(src, t.access_router(src)).mbps
+    t0 = time.monotonic()
+    with live_network(t, seed=seed) as net:
+        bringup = time.monotonic() - t0
+        reach = reachability(net)
+        mbps = iperf3(net, src, dst, seconds=seconds)
+        router = t.access_router(src)
+        ups = uplinks(net, router)
+        before = tx_bytes(net, router)
+        par = iperf3(net, src, dst, seconds=seconds, parallel=flows, cport=42000)
+        after = tx_bytes(net, router)
+        t1 = time.monotonic()
+    teardown = time.monotonic() - t1
+    delta = {u: after[u] - before[u] for u in ups}
+    total = sum(delta.values()) or 1
+    used = sum(1 for d in delta.values() if d > 0.05 * total)
+    result = {
+        "topology": t.name,
+        "reachable_pairs": reach.reachable,
+        "total_pairs": reach.total,
+        "unreachable": [list(p) for p in reach.unreachable],
+        "iperf3_mbps": round(mbps, 2),
+        "iperf3_pair": [src, dst],
+        "configured_mbps": configured,
+        "parallel_flows": flows,
+        "parallel_mbps": round(par, 2),
+        "uplinks": len(ups),
+        "uplinks_used": used,
+        "uplink_bytes": delta,
+        "bringup_s": round(bringup, 3),
+        "teardown_s": round(teardown, 3),
+    }
+    return result, reach.reachable == reach.total and mbps >= MIN_RATE_FRACTION * configured

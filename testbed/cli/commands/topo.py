@@ -104,43 +104,10 @@ def check(
     Exits 1 if a pair is unreachable or iperf3 gets < 90% of the configured rate.
     """
     from testbed.network import netcheck
-    from testbed.network.live import live_network
 
     t, spec = make_topology(**fields)
-    src, dst = t.hosts[0].name, t.hosts[-1].name
-    configured = t.link(src, t.access_router(src)).mbps
-    t0 = time.monotonic()
-    with _fatal_errors(), live_network(t, seed=spec.seed) as net:
-        bringup = time.monotonic() - t0
-        reach = netcheck.reachability(net)
-        mbps = netcheck.iperf3(net, src, dst, seconds=seconds)
-        router = t.access_router(src)
-        ups = netcheck.uplinks(net, router)
-        before = netcheck.tx_bytes(net, router)
-        par = netcheck.iperf3(net, src, dst, seconds=seconds, parallel=flows, cport=42000)
-        after = netcheck.tx_bytes(net, router)
-        t1 = time.monotonic()
-    teardown = time.monotonic() - t1
-    delta = {u: after[u] - before[u] for u in ups}
-    total = sum(delta.values()) or 1
-    used = sum(1 for d in delta.values() if d > 0.05 * total)
-    result = {
-        "topology": t.name,
-        "reachable_pairs": reach.reachable,
-        "total_pairs": reach.total,
-        "unreachable": [list(p) for p in reach.unreachable],
-        "iperf3_mbps": round(mbps, 2),
-        "iperf3_pair": [src, dst],
-        "configured_mbps": configured,
-        "parallel_flows": flows,
-        "parallel_mbps": round(par, 2),
-        "uplinks": len(ups),
-        "uplinks_used": used,
-        "uplink_bytes": delta,
-        "bringup_s": round(bringup, 3),
-        "teardown_s": round(teardown, 3),
-    }
-    ok = reach.reachable == reach.total and mbps >= 0.9 * configured
+    with _fatal_errors():
+        result, ok = netcheck.check(t, spec.seed, seconds, flows)
     if json_out:
         typer.echo(json.dumps(result, indent=2))
     else:
@@ -148,7 +115,7 @@ def check(
         for key in SUMMARY_KEYS:
             tbl.add_row(key, str(result[key]))
         console().print(tbl)
-        for a, b in reach.unreachable:
+        for a, b in result["unreachable"]:
             typer.echo(f"unreachable: {a} -> {b}", err=True)
     if not ok:
         raise typer.Exit(1)
