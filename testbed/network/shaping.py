@@ -1,6 +1,6 @@
 """Per-direction link shaping as `tc` argv lists: HTB rate, then a shallow packet-FIFO leaf.
 
-Layout on the egress interface of each direction (what `testbed/bursts.py` edits in place):
+Layout on the egress interface of each direction (what `testbed/bursts/` edits in place):
 
     root 1: htb default 1  ->  class 1:1 htb rate R ceil R  ->  leaf 10: pfifo limit Q
 
