@@ -50,15 +50,15 @@ unit: install
 	$(BIN)/pytest -q tests/unit
 
 demo: install
-	$(BIN)/python -m testbed.demo
+	$(BIN)/python -m testbed.sweeps.demo
 
 bench: install
-	$(BIN)/python -m testbed.bench
+	$(BIN)/python -m testbed.sweeps.bench
 
 # The paper's claims with 3 seeds and intervals (about an hour here); resumable. Writes
 # docs/results/reproduce-fattree-k4/ (runs/ holds the raw data; report.md is rebuilt from it).
 reproduce: install
-	$(BIN)/python -m testbed.reproduce
+	$(BIN)/python -m testbed.sweeps.reproduce
 
 lint: install
 	$(BIN)/ruff check .

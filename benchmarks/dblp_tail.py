@@ -38,7 +38,7 @@ def rounds_of(summary: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from testbed.presets import builtin_names
+    from testbed.bursts.presets import builtin_names
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.dblp_tail")
     bursty = [p for p in builtin_names() if p not in CALM_PRESETS]

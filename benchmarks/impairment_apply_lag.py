@@ -14,8 +14,8 @@ import argparse
 import statistics
 
 from benchmarks.playback import LAG_HEADER, lag_row, play, warm_fattree
-from testbed import schedule
-from testbed.schedule import Event
+from testbed.bursts import schedule
+from testbed.bursts.schedule import Event
 from topologies.model import Direction
 
 #: heavy's loss targets on fattree(4) with workers h1, h5, h9, h13

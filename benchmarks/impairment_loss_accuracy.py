@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 from benchmarks.playback import warm_fattree
-from testbed import probes
-from testbed.schedule import Event
-from testbed.scheduler import BurstScheduler
+from testbed.bursts.schedule import Event
+from testbed.bursts.scheduler import BurstScheduler
+from testbed.run import probes
 from topologies.model import Direction
 
 PROBABILITIES = (0.01, 0.05, 0.2, 0.5)

@@ -27,8 +27,8 @@ IP_UDP_HEADERS = 28
 
 def floor_at(mtu: int, seconds: float, mbps: float) -> dict:
     """One iperf3 UDP run h1 -> h13 on a fresh k=4 fat-tree at `mtu`: its -J summary."""
-    from testbed import probes
-    from testbed.network import live_network
+    from testbed.network.live import live_network
+    from testbed.run import probes
     from topologies import fattree
 
     with live_network(fattree(4), seed=0, mtu=mtu) as net, probes.iperf3_server(net, DST):

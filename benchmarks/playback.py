@@ -12,8 +12,8 @@ import math
 import statistics
 from collections.abc import Iterator
 
-from testbed import probes
-from testbed.scheduler import BurstScheduler
+from testbed.bursts.scheduler import BurstScheduler
+from testbed.run import probes
 from topologies import fattree
 
 __all__ = ["LAG_HEADER", "lag_row", "lags_ms", "play", "warm_fattree"]
@@ -27,7 +27,7 @@ LAG_HEADER = (
 @contextlib.contextmanager
 def warm_fattree(seed: int = 0) -> Iterator:
     """The default fat-tree (k=4, 100 Mbit/s, pfifo 50), ARP caches warm on the probes' paths."""
-    from testbed.network import live_network
+    from testbed.network.live import live_network
 
     topo = fattree(4)
     with live_network(topo, seed=seed) as net:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from benchmarks.playback import LAG_HEADER, lag_row, play, warm_fattree
-from testbed import presets, schedule
+from testbed.bursts import presets, schedule
 
 
 def main() -> None:

@@ -13,14 +13,17 @@ the measurement and nothing else (not `out`, not `run_id`, not `label`).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from testbed.impairments import LOSS_BACKENDS
+from testbed.bursts.impairments import LOSS_BACKENDS
+from topologies import BUILDERS
 from workloads.spec import (
     BURSTS,
     NETWORK,
@@ -43,7 +46,8 @@ __all__ = [
     "read_config",
 ]
 
-Topo = Literal["fattree", "leafspine", "dumbbell", "star"]
+#: A built-in topology: a name of the topology registry.
+Topo = Literal[tuple(BUILDERS)]  # type: ignore[valid-type]
 #: A dilation factor, or auto (chosen by a calibration before the run).
 Dilation = Annotated[float, Field(ge=1, le=1000)] | Literal["auto"]
 #: auto, or a loss mechanism of the impairment registry.
@@ -73,6 +77,29 @@ TOPOLOGY_FIELDS = ("topo", "topo_file", "k", "hosts_per_edge", "leaves", "spines
                    "hosts_per_leaf", "n", "bw", "queue")  # fmt: skip
 #: Largest network one machine emulates (hosts + routers): k=14 fat-tree (931 nodes) fits.
 MAX_NODES = 1000
+
+
+def _size_params(topo: str) -> tuple[str, ...]:
+    """The spec fields a built-in topology's builder takes, in its order (the first is its size):
+    its parameters that are knobs here, but for the link's (`bw` and `queue`, passed apart)."""
+    params = inspect.signature(BUILDERS[topo]).parameters
+    return tuple(n for n in params if n in TOPOLOGY_FIELDS and n not in ("bw", "queue"))
+
+
+def _fattree_nodes(k: int, hosts_per_edge: int | None) -> int:
+    half = k // 2
+    return k * half * (hosts_per_edge or half) + k**2 + half**2
+
+
+#: Hosts + routers of each built-in topology from its size parameters, without building it
+#: (the MAX_NODES check runs before a huge topology would be built).
+_NODE_COUNT: dict[str, Callable[..., int]] = {
+    "fattree": _fattree_nodes,
+    "leafspine": lambda leaves, spines, hosts_per_leaf: leaves * (hosts_per_leaf + 1) + spines,
+    "dumbbell": lambda n: 2 * n + 2,
+    "star": lambda n: n + 1,
+}
+
 #: A safe folder name: no path separators, no leading dot.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 
@@ -133,7 +160,7 @@ class RunSpec(WorkerSpec):
         if self.topo_file is not None and not self.topo_file.is_file():
             raise ValueError(f"topo_file: {self.topo_file} is not a file")
         if self.topo_file is None and (size := self.planned_nodes()) > MAX_NODES:
-            field = {"fattree": "k", "leafspine": "leaves"}.get(self.topo, "n")
+            field = _size_params(self.topo)[0]
             raise ValueError(
                 f"{field}: this {self.topo} has {size:,} nodes; the limit is {MAX_NODES:,} "
                 f"(MAX_NODES: what one machine emulates)"
@@ -142,13 +169,10 @@ class RunSpec(WorkerSpec):
 
     def planned_nodes(self) -> int:
         """Hosts + routers of the built-in topology, counted without building it."""
-        half = self.k // 2
-        return {
-            "fattree": self.k * half * (self.hosts_per_edge or half) + self.k**2 + half**2,
-            "leafspine": self.leaves * (self.hosts_per_leaf + 1) + self.spines,
-            "dumbbell": 2 * self.n + 2,
-            "star": self.n + 1,
-        }[self.topo]
+        return _NODE_COUNT[self.topo](**self._topology_params())
+
+    def _topology_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _size_params(self.topo)}
 
     def topology(self):
         """The Topology this spec describes (nothing is brought up); SpecError names topo or
@@ -169,17 +193,7 @@ class RunSpec(WorkerSpec):
 
         if self.topo_file is not None:
             return load_topology_file(self.topo_file)
-        params = {
-            "fattree": {"k": self.k, "hosts_per_edge": self.hosts_per_edge},
-            "leafspine": {
-                "leaves": self.leaves,
-                "spines": self.spines,
-                "hosts_per_leaf": self.hosts_per_leaf,
-            },
-            "dumbbell": {"n": self.n},
-            "star": {"n": self.n},
-        }[self.topo]
-        return build(self.topo, mbps=self.bw, queue=self.queue, **params)
+        return build(self.topo, mbps=self.bw, queue=self.queue, **self._topology_params())
 
     def measured(self) -> dict[str, Any]:
         """The fields that change the measurement (JSON types): a sweep's base spec."""

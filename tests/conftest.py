@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(config, items):
 def _dilation_cache(tmp_path_factory):
     """`--dilation auto` (the default) caches its calibrations per machine and shape: the suite
     keeps its own cache, shared by its runs (each shape calibrates once), never the user's."""
-    from testbed.dilation_cache import CACHE_ENV
+    from testbed.run.dilation_cache import CACHE_ENV
 
     old = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("cache") / "dilation.json")

@@ -12,10 +12,12 @@ import statistics
 
 import pytest
 
-from testbed import capabilities, probes, schedule
-from testbed.presets import parse_preset
-from testbed.schedule import Event
-from testbed.scheduler import BurstScheduler
+from testbed.base import capabilities
+from testbed.bursts import schedule
+from testbed.bursts.presets import parse_preset
+from testbed.bursts.schedule import Event
+from testbed.bursts.scheduler import BurstScheduler
+from testbed.run import probes
 from topologies import dumbbell, star
 from topologies.model import Direction
 
@@ -27,7 +29,7 @@ NETEM = os.geteuid() == 0 and capabilities.probe().netem
 
 @pytest.fixture(scope="module")
 def bell():
-    from testbed.network import live_network
+    from testbed.network.live import live_network
 
     with live_network(dumbbell(2), seed=0) as net:
         net.exec("h1", ["ping", "-c1", "-W2", net.topo.host_ip("h3")], timeout=5)
@@ -36,7 +38,7 @@ def bell():
 
 @pytest.fixture(scope="module")
 def star5():
-    from testbed.network import live_network
+    from testbed.network.live import live_network
 
     with live_network(star(5), seed=0) as net:
         for h in ("h2", "h3", "h4", "h5"):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from testbed.network import live_network
-from testbed.shaping import as_played
+from testbed.network.live import live_network
+from testbed.network.shaping import as_played
 from topologies import fattree
 
 pytestmark = pytest.mark.require_root

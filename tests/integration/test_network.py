@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed import flowpaths, netcheck
-from testbed.network import live_network
-from testbed.statedir import ROOT, netns_inode, pids_in_netns
+from testbed.base.statedir import ROOT, netns_inode, pids_in_netns
+from testbed.network import flowpaths, netcheck
+from testbed.network.live import live_network
 from topologies import fattree
 
 pytestmark = pytest.mark.require_root
@@ -151,7 +151,7 @@ def test_teardown_leaves_nothing(net):
 CHILD = """
 import sys, time
 from topologies import fattree
-from testbed.network import live_network
+from testbed.network.live import live_network
 with live_network(fattree(int(sys.argv[1])), tag=sys.argv[2]) as net:
     print("up", flush=True)
     time.sleep(60)
@@ -219,7 +219,7 @@ def test_sigterm_while_up_leaves_nothing(net):
 CRASH = """
 import os, signal, subprocess, sys
 from topologies import fattree
-from testbed.network import live_network
+from testbed.network.live import live_network
 with live_network(fattree(2), tag=sys.argv[1]) as net:
     p = net.node("h1").popen(["sleep", "300"], stdout=subprocess.DEVNULL)
     net.register_process(p, "sleep on h1")
@@ -230,7 +230,7 @@ with live_network(fattree(2), tag=sys.argv[1]) as net:
 
 
 def test_clean_removes_a_crashed_runs_leftovers(net):
-    from testbed import cleanup
+    from testbed.network import cleanup
 
     before = _snapshot()
     tag = f"test-crash-{os.getpid()}"
@@ -272,7 +272,7 @@ def test_failed_bring_up_and_failing_body_leave_nothing(net):
 
 
 def _netem() -> bool:
-    from testbed.capabilities import probe
+    from testbed.base.capabilities import probe
 
     return probe().netem
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analysis import schema
-from testbed.statedir import ROOT
+from testbed.base.statedir import ROOT
 
 pytestmark = [pytest.mark.require_root, pytest.mark.slow]
 

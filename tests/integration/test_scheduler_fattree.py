@@ -11,8 +11,9 @@ import statistics
 import pytest
 
 from analysis import schema
-from testbed import presets, probes, schedule
-from testbed.scheduler import BurstScheduler
+from testbed.bursts import presets, schedule
+from testbed.bursts.scheduler import BurstScheduler
+from testbed.run import probes
 from topologies import fattree
 
 pytestmark = pytest.mark.require_root
@@ -22,7 +23,7 @@ SECONDS = 6.0
 
 @pytest.fixture(scope="module")
 def tree():
-    from testbed.network import live_network
+    from testbed.network.live import live_network
 
     with live_network(fattree(4), seed=0) as net:
         for h in ("h1", "h9", "h16"):

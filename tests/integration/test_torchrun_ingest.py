@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from analysis.load import load_run
 from testbed.cli import app
-from testbed.commands import ingest
+from testbed.run import ingest
 from workloads.transport.loopback import free_tcp_port, pick_udp_base
 
 ROOT = Path(__file__).resolve().parents[2]

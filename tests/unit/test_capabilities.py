@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from testbed.capabilities import Capabilities, choose_impairment
-from testbed.commands.doctor import missing_pieces
+from testbed.base.capabilities import Capabilities
+from testbed.bursts.impairments import choose_impairment
+from testbed.cli.commands.doctor import missing_pieces
 
 ALL = Capabilities(
     netem=True, htb=True, tbf=True, pfifo=True, bfifo=True, clsact=True, ifb=True,
@@ -47,7 +48,7 @@ def test_missing_pieces_name_their_fix():
 
 
 def test_backends_come_from_the_impairment_registry():
-    from testbed.impairments import LOSS_BACKENDS, MECHANISMS
+    from testbed.bursts.impairments import LOSS_BACKENDS, MECHANISMS
 
     fields = {f.name for f in dataclasses.fields(Capabilities)}
     assert all(MECHANISMS[b].needs in fields and MECHANISMS[b].fix for b in LOSS_BACKENDS)

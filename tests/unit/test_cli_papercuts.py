@@ -16,11 +16,13 @@ from test_presets import GOOD
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from testbed import experiment, sweep_plan, terminal
+from testbed.base import terminal
 from testbed.cli import app
-from testbed.commands.sweep import TRANSPORTS
+from testbed.cli.commands.sweep import TRANSPORTS
+from testbed.run import experiment
 from testbed.spec import RunSpec, hash_of
-from testbed.sweep_runner import resolve_plan, run_plan
+from testbed.sweeps import sweep_plan
+from testbed.sweeps.sweep_runner import resolve_plan, run_plan
 
 runner = CliRunner()
 WIDTHS = [None, "40", "200"]  # COLUMNS unset, narrow, wide
@@ -196,6 +198,6 @@ def test_runs_progress_bar_on_a_terminal(width):
 
 
 def test_wall_time_reads_as_people_say_it():
-    from testbed.terminal import wall_time
+    from testbed.base.terminal import wall_time
 
     assert [wall_time(s) for s in (0.4, 42, 425, 3790)] == ["0 s", "42 s", "7 min 5 s", "1 h 3 min"]

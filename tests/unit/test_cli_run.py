@@ -10,8 +10,8 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from testbed import experiment
 from testbed.cli import app
+from testbed.run import experiment
 from testbed.spec import RunSpec
 from workloads.spec import PANELS
 

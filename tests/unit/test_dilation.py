@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from analysis import schema
-from testbed import dilation
-from testbed.launch import write_worker_spec
-from testbed.schedule import Event
-from testbed.scheduler import BurstScheduler
+from testbed.bursts.schedule import Event
+from testbed.bursts.scheduler import BurstScheduler
+from testbed.run import dilation
+from testbed.run.launch import write_worker_spec
 from testbed.spec import RunSpec, SpecError, build_spec
 from topologies.model import Direction
 from workloads import args as worker_args

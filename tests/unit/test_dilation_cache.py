@@ -3,8 +3,8 @@ behind, and how an unfaithful run pushes the next calibration up."""
 
 import json
 
-from testbed import dilation_cache
-from testbed.dilation import CALIBRATION_DILATIONS
+from testbed.run import dilation_cache
+from testbed.run.dilation import CALIBRATION_DILATIONS
 from testbed.spec import RunSpec
 
 

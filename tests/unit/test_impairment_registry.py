@@ -4,13 +4,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from testbed.impairments import LOSS_BACKENDS, MECHANISMS, Impairment, mechanism_for
-from testbed.impairments.incast import IncastSenders
-from testbed.impairments.iptables import IptablesLoss
-from testbed.impairments.netem import NetemLeaf
-from testbed.impairments.nft import NftLoss
-from testbed.impairments.squeeze import HtbSqueeze
-from testbed.scheduler import BurstScheduler
+from testbed.bursts.impairments import LOSS_BACKENDS, MECHANISMS, Impairment, mechanism_for
+from testbed.bursts.impairments.incast import IncastSenders
+from testbed.bursts.impairments.iptables import IptablesLoss
+from testbed.bursts.impairments.netem import NetemLeaf
+from testbed.bursts.impairments.nft import NftLoss
+from testbed.bursts.impairments.squeeze import HtbSqueeze
+from testbed.bursts.scheduler import BurstScheduler
 
 
 def test_loss_backends_are_the_registered_loss_mechanisms():

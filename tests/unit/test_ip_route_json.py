@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from testbed import flowpaths
-from testbed.kernel import json_documents, run_batch
+from testbed.base.kernel import json_documents, run_batch
+from testbed.network import flowpaths
 from topologies import dumbbell
 
 #: `ip -j -batch -` fed two lookups on a router with an ECMP route to 10.8.0.0/24 (captured):

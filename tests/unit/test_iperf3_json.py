@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.probes import iperf3_json_path, iperf3_result, parse_iperf3_line
+from testbed.run.probes import iperf3_json_path, iperf3_result, parse_iperf3_line
 
 SAMPLE = json.dumps(
     {

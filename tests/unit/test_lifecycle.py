@@ -11,11 +11,11 @@ import subprocess
 
 import pytest
 
-from testbed import experiment
-from testbed.experiment import Interrupted, RunFailed, _Signals, final_status, signal_name
-from testbed.network import Terminated, _kill_if_in
-from testbed.network import _Signals as NetSignals
-from testbed.statedir import netns_inode
+from testbed.base.statedir import netns_inode
+from testbed.network.live import Terminated, _kill_if_in
+from testbed.network.live import _Signals as NetSignals
+from testbed.run import lifecycle
+from testbed.run.lifecycle import Interrupted, RunFailed, _Signals, final_status, signal_name
 
 
 def _raised_while_handling(first: BaseException, then: BaseException) -> BaseException:
@@ -130,20 +130,20 @@ def test_setup_defers_and_the_run_start_raises_it(outer):
     with _Signals() as sig:
         _deliver()
         with pytest.raises(Interrupted) as e:
-            sig.enter(experiment._RUN)
+            sig.enter(lifecycle._RUN)
         assert e.value.signum == signal.SIGTERM
-        sig.enter(experiment._CLOSING)
+        sig.enter(lifecycle._CLOSING)
         assert sig.close() is None  # not late: it interrupted the run
     assert outer == []
 
 
 def test_run_raises_once_then_records(outer):
     with _Signals() as sig:
-        sig.enter(experiment._RUN)
+        sig.enter(lifecycle._RUN)
         with pytest.raises(Interrupted):
             _deliver()
         _deliver()  # while unwinding: recorded only
-        sig.enter(experiment._CLOSING)
+        sig.enter(lifecycle._CLOSING)
         assert sig.close() is None
     assert [s for _ph, s in sig.received] == [signal.SIGTERM, signal.SIGTERM]
     assert outer == []
@@ -151,13 +151,13 @@ def test_run_raises_once_then_records(outer):
 
 def test_closing_and_merge_record_then_a_second_signal_cuts_the_merge(outer):
     with _Signals() as sig:
-        sig.enter(experiment._RUN)
-        sig.enter(experiment._CLOSING)
+        sig.enter(lifecycle._RUN)
+        sig.enter(lifecycle._CLOSING)
         _deliver()  # the first late signal: recorded, absorbed
-        sig.enter(experiment._MERGE)
+        sig.enter(lifecycle._MERGE)
         with pytest.raises(Interrupted):
             _deliver()  # beyond the first: cuts the merge short
-        assert sig.phase == experiment._CLOSING  # and never raises again
+        assert sig.phase == lifecycle._CLOSING  # and never raises again
         _deliver()
         assert sig.close() == signal.SIGTERM
     assert outer == []
@@ -166,14 +166,14 @@ def test_closing_and_merge_record_then_a_second_signal_cuts_the_merge(outer):
 def test_an_interrupted_run_cuts_the_merge_at_the_next_signal(outer):
     with _Signals() as sig:
         sig.patience = 0
-        sig.enter(experiment._MERGE)
+        sig.enter(lifecycle._MERGE)
         with pytest.raises(Interrupted):
             _deliver()
 
 
 def test_a_signal_after_the_status_is_fixed_is_handed_on(outer):
     with _Signals() as sig:
-        sig.enter(experiment._CLOSING)
+        sig.enter(lifecycle._CLOSING)
         assert sig.close() is None
         _deliver()  # while run.json is written: recorded, not raised
         assert outer == []

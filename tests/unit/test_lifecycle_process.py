@@ -1,5 +1,9 @@
 """A whole `run_experiment` in a child process, signalled while it runs, merges or writes
 run.json. No root and no namespaces: the child's network part (`_execute`) is a stand-in.
+
+No sleeps set the timing: the child says where it is (a line on stdout) and acknowledges each
+signal as its handler takes it; where it must stay put until signalled, it waits for the test's
+"go" on stdin (bounded), which the test sends once its signals were acknowledged.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
-import inspect, sys, time
+import inspect, select, signal, sys
 from pathlib import Path
 from analysis import schema
-from testbed import experiment, results
+from testbed.run import experiment, results
 from testbed.spec import RunSpec
 
 mode, out = sys.argv[1], Path(sys.argv[2])
@@ -25,28 +29,45 @@ mode, out = sys.argv[1], Path(sys.argv[2])
 def say(what):
     print(what, flush=True)
 
+def wait_for_go():
+    \"\"\"Stay until the test says go (at most 20 s); a handler may raise meanwhile.\"\"\"
+    ready, _, _ = select.select([sys.stdin], [], [], 20)
+    return bool(ready) and sys.stdin.readline().strip() == "go"
+
+real_signal = signal.signal
+def acknowledging(signum, handler):
+    \"\"\"Every handler installed says which signal it took, before it acts on it.\"\"\"
+    if not callable(handler):
+        return real_signal(signum, handler)
+    def handle(s, frame):
+        say(f"got {signal.Signals(s).name}")
+        return handler(s, frame)
+    return real_signal(signum, handle)
+signal.signal = acknowledging
+
 def fake_execute(p, info, run_dir, emit):
     if mode == "run":
         say("running")
-        time.sleep(20)
+        wait_for_go()
     elif mode == "network":
-        from testbed.network import _Signals
+        from testbed.network.live import _Signals
         with _Signals() as signals:
             signals.live()
             say("running")
-            time.sleep(20)
+            wait_for_go()
 
 merge = results.merge_rank_tables
 def slow_merge(run_dir):
     say("merging")
-    time.sleep({"merge": 1.5, "merge2": 20}.get(mode, 0))
+    if mode in ("merge", "merge2") and wait_for_go():
+        say("merge went on")
     return merge(run_dir)
 
 write = schema.write_run_info
 def slow_write(run_dir, info):
     if info.status != "running" and mode == "write":
         say("writing")
-        time.sleep(1.5)
+        wait_for_go()
     return write(run_dir, info)
 
 experiment._execute = fake_execute
@@ -61,28 +82,34 @@ say(f"outcome {outcome.status}")
 
 
 def _signalled_run(tmp_path: Path, mode: str, at: str, signals: list[int]):
-    """Run the child in `mode`; at its line `at`, send `signals`; return (returncode, stdout,
-    run.json)."""
+    """Run the child in `mode`; at its line `at`, send `signals`, each once the child took the one
+    before; then tell it to go on; return (returncode, stdout, run.json, stderr)."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, mode, str(tmp_path)],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        lines = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = child.stdout.readline()
-            assert line, f"child ended before {at!r}: {lines} {child.stderr.read()[-2000:]}"
-            lines.append(line.strip())
-            if line.strip() == at:
-                break
+        lines: list[str] = []
+
+        def read_until(wanted: str) -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                line = child.stdout.readline()
+                assert line, f"child ended before {wanted!r}: {lines} {child.stderr.read()[-2000:]}"
+                lines.append(line.strip())
+                if line.strip() == wanted:
+                    return
+            raise AssertionError(f"no {wanted!r} from the child within 60 s: {lines}")
+
+        read_until(at)
         for signum in signals:
             child.send_signal(signum)
-            time.sleep(0.2)
-        out, err = child.communicate(timeout=60)
+            read_until(f"got {signal.Signals(signum).name}")
+        out, err = child.communicate("go\n", timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
@@ -120,11 +147,10 @@ def test_a_sigterm_during_the_merge_waits_for_it_and_ends_interrupted(tmp_path):
 
 
 def test_a_second_signal_cuts_the_merge_short_and_run_json_is_still_final(tmp_path):
-    started = time.monotonic()
-    code, _out, info, err = _signalled_run(
+    code, out, info, err = _signalled_run(
         tmp_path, "merge2", "merging", [signal.SIGTERM, signal.SIGINT]
     )
-    assert time.monotonic() - started < 15, "the merge was not cut short"
+    assert "merge went on" not in out, "the merge was not cut short"
     assert code == 0, err[-2000:]
     assert info["status"] == "interrupted" and "received SIGTERM while merging" in info["reason"]
     assert any("merge cut short by SIGINT" in w for w in info["warnings"])

@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from testbed.impairments.applier import Ack
-from testbed.impairments.base import Egress
-from testbed.impairments.netem import NetemLeaf, check_netem, netem_commands
-from testbed.schedule import Event
+from testbed.bursts.impairments.applier import Ack
+from testbed.bursts.impairments.base import Egress
+from testbed.bursts.impairments.netem import NetemLeaf, check_netem, netem_commands
+from testbed.bursts.schedule import Event
 
 EG = Egress("r_a0_0", "r_c0_0", "r_a0_0-eth2", 100.0, 50, False)
 LEAF = ["tc", "qdisc", "replace", "dev", "r_a0_0-eth2", "parent", "1:1", "handle", "10:"]

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from testbed.netplan import hash_seed, mac, node_plans, veth_commands
+from testbed.network.netplan import hash_seed, mac, node_plans, veth_commands
 from topologies import fattree
 
 

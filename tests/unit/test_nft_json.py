@@ -5,7 +5,7 @@ The samples were captured from nftables 1.0.6 with the table the nft loss mechan
 
 import pytest
 
-from testbed.impairments.nft import counter_packets, echoed_handle, loss_expr
+from testbed.bursts.impairments.nft import counter_packets, echoed_handle, loss_expr
 
 #: `nft -j list counters table ip dblp_loss`
 COUNTERS = (

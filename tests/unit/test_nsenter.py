@@ -2,8 +2,8 @@
 
 import pytest
 
-from testbed.kernel import KernelError, run_each
-from testbed.nsenter import offload_commands
+from testbed.base.kernel import KernelError, run_each
+from testbed.base.nsenter import offload_commands
 
 
 def test_offload_commands_one_ethtool_per_interface():

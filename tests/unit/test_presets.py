@@ -2,8 +2,8 @@
 
 import pytest
 
-from testbed import presets
-from testbed.presets import PresetError, parse_preset
+from testbed.bursts import presets
+from testbed.bursts.presets import PresetError, parse_preset
 
 GOOD = """
 name = "mine"

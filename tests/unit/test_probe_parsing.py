@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from testbed.probes import bin_iperf3, bin_ping, parse_iperf3_line, parse_ping_line
+from testbed.run.probes import bin_iperf3, bin_ping, parse_iperf3_line, parse_ping_line
 
 UDP = "[  5]   0.10-0.20   sec   610 KBytes  49.9 Mbits/sec  0.012 ms  222/668 (33%)  "
 TCP = "[  5]   1.00-1.10   sec  1.19 MBytes   100 Mbits/sec                  "

@@ -1,7 +1,7 @@
 import json
 
 from analysis import schema
-from testbed import results, validity
+from testbed.run import results, validity
 
 
 def _step(rank, step):

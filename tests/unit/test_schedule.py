@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from testbed import presets, schedule
-from testbed.presets import parse_preset
-from testbed.schedule import Event, ScheduleError, generate, timeline
+from testbed.bursts import presets, schedule
+from testbed.bursts.presets import parse_preset
+from testbed.bursts.schedule import Event, ScheduleError, generate, timeline
 from topologies import fattree, star
 from topologies.model import Direction
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from testbed.kernel import KernelError, batch_text, run_batch
-from testbed.shaping import (
+from testbed.base.kernel import KernelError, batch_text, run_batch
+from testbed.network.shaping import (
     as_played,
     leaf_command,
     queue_limit,

@@ -93,3 +93,14 @@ def test_the_network_size_is_bounded_before_it_is_built():
     )
     with pytest.raises(SpecError, match="limit"):
         build_spec(k=16)
+
+
+def test_topology_choices_and_their_parameters_come_from_the_registry():
+    from testbed.spec import _NODE_COUNT, Topo
+    from topologies import BUILDERS
+
+    assert Topo.__args__ == tuple(BUILDERS)
+    assert set(_NODE_COUNT) == set(BUILDERS), "every registered topology needs its node count"
+    for name in BUILDERS:
+        spec = RunSpec(topo=name)
+        assert spec.planned_nodes() == len(spec.topology().nodes), name

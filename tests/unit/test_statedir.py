@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed import cleanup, statedir
-from testbed.statedir import INCOMING, OUTGOING, StateDir, start_time, start_time_check
+from testbed.base import statedir
+from testbed.base.statedir import INCOMING, OUTGOING, StateDir, start_time, start_time_check
+from testbed.network import cleanup
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -179,7 +180,7 @@ def test_a_concurrent_clean_never_deletes_a_dir_being_created(state_root):
 CREATOR = """
 import sys
 from pathlib import Path
-from testbed import statedir
+from testbed.base import statedir
 sys.path.insert(0, sys.argv[2])
 statedir.ROOT = Path(sys.argv[1])
 from test_statedir import _creates_survive

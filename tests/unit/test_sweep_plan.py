@@ -7,10 +7,11 @@ import pytest
 from synthetic_runs import write_run
 from typer.testing import CliRunner
 
-from testbed import experiment, sweep_plan
 from testbed.cli import app
+from testbed.run import experiment
 from testbed.spec import RunSpec
-from testbed.sweep_plan import Decision
+from testbed.sweeps import sweep_plan
+from testbed.sweeps.sweep_plan import Decision
 
 
 def _fake_hash(spec):

@@ -6,9 +6,9 @@ The samples are real: an HTB root, class 1:1 at 1 Mbit/s and a `pfifo limit 5` l
 
 import pytest
 
-from testbed.impairments.applier import Ack
-from testbed.impairments.base import Egress
-from testbed.impairments.tc_stats import (
+from testbed.bursts.impairments.applier import Ack
+from testbed.bursts.impairments.base import Egress
+from testbed.bursts.impairments.tc_stats import (
     QDISC_STATS,
     leaf_drops,
     leaf_drops_by_dev,

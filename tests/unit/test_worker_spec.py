@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.launch import Placement, worker_argv, write_worker_spec
+from testbed.run.launch import Placement, worker_argv, write_worker_spec
 from testbed.spec import RunSpec
 from workloads import args as worker_args
 from workloads.spec import MASTER_PORT, WorkerSpec

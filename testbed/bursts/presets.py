@@ -1,0 +1,212 @@
+"""Burst presets: frozen data parsed from TOML, with a content hash recorded in every run.
+
+A preset is a list of *streams*. Each stream is one arrival process (interval between burst
+starts = ``min_gap_s`` + Exp(``mean_extra_gap_s``)); every burst of a stream lasts
+``duration_s`` and hits all of the stream's targets at once (e.g. pod 0's
+aggregation->core uplinks *and* one worker's edge downlink). Magnitude units depend on the kind:
+
+- ``loss``: drop probability (``mode`` random | nth | gilbert; gilbert reads ``[gilbert]``
+  and uses ``magnitude`` as the bad state's loss probability),
+- ``squeeze``: fraction of the link's HTB rate left during the burst (0 < f <= 1),
+- ``incast``: offered load into the target downlink as a multiple of its rate, spread over
+  ``senders`` idle hosts (``sham = true`` sends the same traffic to idle neighbours instead),
+- ``delay``: added one-way delay in ms (netem only).
+
+Built-ins live in ``testbed/bursts/presets/*.toml``; any TOML file with the same shape is a preset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = [
+    "Arrival",
+    "Gilbert",
+    "Preset",
+    "PresetError",
+    "Stream",
+    "Target",
+    "MAX_EVENTS",
+    "builtin_names",
+    "check_event_bound",
+    "load",
+    "parse_preset",
+]
+
+
+class PresetError(ValueError):
+    """A preset that cannot be used; the message names the offending field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Arrival(_Frozen):
+    """Start-to-start interval between bursts: ``min_gap_s`` + Exp(mean ``mean_extra_gap_s``)."""
+
+    min_gap_s: float = Field(gt=0)
+    mean_extra_gap_s: float = Field(default=0.0, ge=0)
+    start_s: float = Field(default=0.0, ge=0, description="offset of the first burst after t0")
+
+
+class Target(_Frozen):
+    """Links by role, resolved against a topology and its worker hosts (see schedule.py).
+
+    - ``worker_downlink`` / ``worker_uplink``: the edge->host (host->edge) direction of
+      worker ``worker``'s access link;
+    - ``tier_uplinks`` / ``tier_downlinks``: every link whose lower end is a ``tier`` router
+      (of pod ``pod``, if given), in the up (down) direction — e.g. tier "aggregation",
+      pod 0 = pod 0's aggregation->core uplinks;
+    - ``link``: one named link ``"a-b"`` in direction ``up`` (a->b) or ``down`` (b->a).
+    """
+
+    role: Literal["worker_downlink", "worker_uplink", "tier_uplinks", "tier_downlinks", "link"]
+    worker: int | None = Field(default=None, ge=0)
+    tier: Literal["host", "edge", "aggregation", "core", "leaf", "spine"] | None = None
+    pod: int | None = Field(default=None, ge=0)
+    link: str | None = None
+    direction: Literal["up", "down"] | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_role(self) -> Target:
+        need = {
+            "worker_downlink": ("worker",),
+            "worker_uplink": ("worker",),
+            "tier_uplinks": ("tier",),
+            "tier_downlinks": ("tier",),
+            "link": ("link", "direction"),
+        }[self.role]
+        for name in need:
+            if getattr(self, name) is None:
+                raise ValueError(f"role {self.role!r} needs field {name!r}")
+        return self
+
+
+class Gilbert(_Frozen):
+    """Two-state Markov loss, stepped every ``step_s``; ``magnitude`` is the bad-state loss."""
+
+    p_good_to_bad: float = Field(gt=0, le=1)
+    p_bad_to_good: float = Field(gt=0, le=1)
+    loss_good: float = Field(default=0.0, ge=0, le=1)
+    step_s: float = Field(default=0.01, gt=0)
+
+
+class Stream(_Frozen):
+    kind: Literal["loss", "squeeze", "incast", "delay"]
+    magnitude: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+    arrival: Arrival
+    targets: Annotated[tuple[Target, ...], Field(min_length=1)]
+    mode: Literal["random", "nth", "gilbert"] = "random"
+    gilbert: Gilbert | None = None
+    senders: int = Field(default=4, ge=1)
+    sham: bool = False
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Stream:
+        if self.kind == "loss" and self.magnitude > 1:
+            raise ValueError("magnitude: a loss probability must be <= 1")
+        if self.kind == "loss" and self.mode == "nth" and 0 < self.magnitude < 1e-6:
+            raise ValueError("magnitude: nth loss needs a probability >= 1e-6")
+        if self.kind == "squeeze" and not 0 < self.magnitude <= 1:
+            raise ValueError("magnitude: a squeeze keeps a fraction 0 < f <= 1 of the rate")
+        if self.mode != "random" and self.kind != "loss":
+            raise ValueError(f"mode: {self.mode!r} applies to kind 'loss' only")
+        if (self.mode == "gilbert") != (self.gilbert is not None):
+            raise ValueError("gilbert: give a [gilbert] table exactly when mode = 'gilbert'")
+        if self.kind == "incast":
+            if self.magnitude <= 0:
+                raise ValueError("magnitude: incast load must be > 0")
+            bad = [t.role for t in self.targets if t.role != "worker_downlink"]
+            if bad:
+                raise ValueError(f"targets: incast converges on a worker_downlink, not {bad}")
+        elif self.sham:
+            raise ValueError("sham: applies to kind 'incast' only")
+        return self
+
+
+class Preset(_Frozen):
+    name: str = Field(min_length=1)
+    description: str = ""
+    streams: tuple[Stream, ...] = ()
+
+    @property
+    def hash(self) -> str:
+        """sha256 of what the preset *does* (streams), not of its name or prose."""
+        body = json.dumps(
+            [s.model_dump(mode="json") for s in self.streams], sort_keys=True, separators=(",", ":")
+        )
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+#: Most events one schedule may hold: a 100-epoch training run under `heavy` plans about
+#: 250,000 (a few hundred MB); an unbounded schedule exhausts memory instead.
+MAX_EVENTS = 500_000
+
+
+def check_event_bound(preset: Preset, duration_s: float) -> None:
+    """Refuse a schedule too long to generate: PresetError names the limit and the stream.
+
+    Counted before any event exists: per stream, bursts <= span / min_gap_s + 1, each with
+    duration_s / step_s Gilbert–Elliott steps and one event per target."""
+    total = 0.0
+    for i, s in enumerate(preset.streams):
+        bursts = max(0.0, duration_s - s.arrival.start_s) / s.arrival.min_gap_s + 1
+        steps = s.duration_s / s.gilbert.step_s + 1 if s.gilbert else 1
+        total += bursts * steps * len(s.targets)
+        if total > MAX_EVENTS:
+            raise PresetError(
+                f"streams[{i}]: over {duration_s:g} s of schedule this preset makes more than "
+                f"MAX_EVENTS = {MAX_EVENTS:,} events (min_gap_s {s.arrival.min_gap_s:g}); "
+                "use a shorter run or rarer bursts"
+            )
+
+
+def _field_path(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def parse_preset(text: str, source: str = "<string>") -> Preset:
+    """Parse TOML text into a Preset; PresetError names the source and the bad field."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(f"{source}: not valid TOML: {exc}") from exc
+    try:
+        return Preset.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise PresetError(f"{source}: {_field_path(first['loc'])}: {first['msg']}") from exc
+
+
+def builtin_names() -> list[str]:
+    """Names of the presets shipped in testbed/bursts/presets/."""
+    folder = resources.files("testbed.bursts") / "presets"
+    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load(name_or_path: str | Path) -> Preset:
+    """A built-in preset by name, or any TOML file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise PresetError(f"preset file {path} {what}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise PresetError(f"preset file {path} is not UTF-8 text (a TOML file?)") from None
+        return parse_preset(text, str(path))
+    name = str(name_or_path)
+    if name not in builtin_names():
+        raise PresetError(f"unknown preset {name!r}; built-ins: {', '.join(builtin_names())}")
+    text = (resources.files("testbed.bursts") / "presets" / f"{name}.toml").read_text()
+    return parse_preset(text, f"preset {name}")

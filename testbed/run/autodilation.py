@@ -1,0 +1,59 @@
+"""`--dilation auto`: the D a run of this shape needs on this machine, from the cache or a
+calibration (whole runs at rising D), and what an unfaithful auto run teaches the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis import schema
+from testbed.run import dilation_cache
+from testbed.run.dilation import CALIBRATION_DILATIONS, CALIBRATION_DIR, calibrate
+from testbed.spec import RunSpec
+
+#: One calibration run: (spec, out_dir) -> (status, run_dir, reason); see `dilation.calibrate`.
+CalibrationRun = Callable[[RunSpec, Path], tuple[str, Path | None, str]]
+
+
+def auto_dilation(
+    spec: RunSpec,
+    run_dir: Path,
+    info: schema.RunInfo,
+    emit: Callable[[dict], None],
+    calibration_run: CalibrationRun,
+) -> tuple[float, str]:
+    """`--dilation auto`: the D this machine's cache holds for the spec's shape, else the
+    smallest faithful D of a calibration (above any D a run of this shape failed at), which
+    the cache then keeps."""
+    where = dilation_cache.cache_path()
+    entry = dilation_cache.lookup(spec)
+    if entry is not None and entry.dilation is not None:
+        return entry.dilation, f"auto: cached for this machine and shape ({entry.at}: {entry.why})"
+    ladder = entry.dilations() if entry is not None else CALIBRATION_DILATIONS
+    emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto; "
+          f"once per machine and network shape, kept in {where})"})  # fmt: skip
+    d, why = calibrate(spec, run_dir / CALIBRATION_DIR, calibration_run, ladder)
+    if entry is not None:
+        why += f"; above D={entry.floor:g}, where {entry.why}"
+    try:
+        dilation_cache.remember(spec, d, why)
+    except OSError as e:
+        info.warnings.append(
+            f"dilation cache {where} not written ({e.strerror}): the next auto run calibrates again"
+        )
+    return d, why
+
+
+def learn_from(spec: RunSpec, info: schema.RunInfo) -> None:
+    """An auto run that ended unfaithful at its D: the shape's next auto run calibrates above."""
+    if spec.dilation != "auto" or info.status != "ok" or info.faithful is not False:
+        return
+    why = "; ".join((info.fidelity or {}).get("reasons") or []) or "unfaithful"
+    try:
+        dilation_cache.distrust(spec, info.dilation, why)
+        note = "the next auto run of this shape calibrates above it"
+    except OSError as e:
+        note = f"the cache was not written ({e.strerror})"
+    info.warnings.append(f"dilation auto: D={info.dilation:g} was unfaithful here; {note}")
+    if info.summary:
+        info.summary["warnings"] = list(info.warnings)

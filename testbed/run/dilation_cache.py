@@ -1,0 +1,133 @@
+"""What `--dilation auto` learned, kept per machine and network shape, so that the calibration
+(up to four short runs) is paid once per shape rather than before every run.
+
+An entry is a measurement, and runs can contradict it: an auto run that ends unfaithful at the D
+it was given raises its shape's floor, so the next auto run of that shape calibrates above it
+(`distrust`). Nothing lowers a floor; deleting the file (`testbed doctor` prints where it is)
+starts over. The key is the machine (CPU count and model, kernel) and the fields of
+`SHAPE_FIELDS`: a calibration is the run's network and senders without bursts, so the seed, the
+burst preset and the training recipe do not change it; the workload and model are kept because
+a training run's compute competes for the same cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed.run.dilation import CALIBRATION_DILATIONS
+from testbed.spec import TOPOLOGY_FIELDS
+
+__all__ = [
+    "CACHE_ENV", "SHAPE_FIELDS", "Entry", "cache_path", "distrust", "entries", "lookup", "remember",
+]  # fmt: skip
+
+#: Overrides where the cache lives (tests point it at their own folder).
+CACHE_ENV = "DBLP_TESTBED_CACHE"
+#: What a calibration's verdict depends on, besides the machine.
+SHAPE_FIELDS = (*TOPOLOGY_FIELDS, "topo_file", "workers", "workload", "model", "transport",
+                "mtu", "size_mib", "pace_mbps", "threads")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The D to run this shape at (None: calibrate, above `floor`), and how it was learned."""
+
+    dilation: float | None
+    floor: float  # every D at or below this was unfaithful here (0: none was)
+    why: str
+    at: str  # local time of the measurement
+
+    def dilations(self) -> tuple[float, ...]:
+        """The calibration ladder above the floor; at least its largest step."""
+        above = tuple(d for d in CALIBRATION_DILATIONS if d > self.floor)
+        return above or (max(CALIBRATION_DILATIONS[-1], 2 * self.floor),)
+
+
+def cache_path() -> Path:
+    """$DBLP_TESTBED_CACHE, else $XDG_CACHE_HOME/dblp-testbed/dilation.json (~/.cache/...)."""
+    if env := os.environ.get(CACHE_ENV):
+        return Path(env)
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "dblp-testbed" / "dilation.json"
+
+
+def _machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu": model, "kernel": platform.release()}
+
+
+def shape_key(spec: Any) -> str:
+    """12 hex digits naming this machine and the spec's shape."""
+    data = {f: getattr(spec, f) for f in SHAPE_FIELDS}
+    if data["topo_file"] is not None:
+        data["topo_file"] = hashlib.sha256(Path(data["topo_file"]).read_bytes()).hexdigest()
+    blob = json.dumps(data | _machine(), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _load(path: Path) -> dict[str, dict]:
+    """The cache's entries; a missing or unreadable file is an empty cache (it is only a
+    shortcut: the worst a lost entry costs is one calibration)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def entries(path: Path | None = None) -> dict[str, dict]:
+    """Every entry, by shape key, as stored (`testbed doctor` shows them)."""
+    return _load(path or cache_path())
+
+
+def lookup(spec: Any, path: Path | None = None) -> Entry | None:
+    raw = _load(path or cache_path()).get(shape_key(spec))
+    try:
+        return Entry(**{f: raw[f] for f in Entry.__dataclass_fields__}) if raw else None
+    except (KeyError, TypeError):
+        return None  # an entry of another format: calibrate again
+
+
+def _store(spec: Any, entry: Entry, path: Path | None) -> Entry:
+    """Write one entry atomically (rename), keeping the others."""
+    path = path or cache_path()
+    data = _load(path)
+    shape = {f: str(getattr(spec, f)) for f in SHAPE_FIELDS}
+    data[shape_key(spec)] = asdict(entry) | {"shape": shape}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)
+    return entry
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def remember(spec: Any, dilation: float, why: str, path: Path | None = None) -> Entry:
+    """A calibration chose `dilation` for this shape."""
+    old = lookup(spec, path)
+    return _store(spec, Entry(dilation, old.floor if old else 0.0, why, _now()), path)
+
+
+def distrust(spec: Any, dilation: float, why: str, path: Path | None = None) -> Entry:
+    """A run at `dilation` was unfaithful: the next auto run of this shape calibrates above it."""
+    old = lookup(spec, path)
+    floor = max(dilation, old.floor if old else 0.0)
+    why = f"a run at D={dilation:g} was unfaithful: {why}"
+    return _store(spec, Entry(None, floor, why, _now()), path)

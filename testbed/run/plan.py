@@ -1,0 +1,76 @@
+"""What a run is, resolved before the machine is touched: topology as played, preset,
+worker placement and the seeded burst schedule. Pure; a bad spec fails here, naming its field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from testbed.spec import RunSpec, SpecError
+from workloads.spec import WORKER_WORKLOADS
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What was resolved from the spec before anything touched the machine."""
+
+    spec: RunSpec
+    topo: object
+    preset: object
+    worker_hosts: tuple[str, ...]
+    events: tuple = ()  # the burst schedule, seconds after t0 (emulated)
+    dilation: float | None = 1.0  # None: `auto`, calibrated when the run starts
+    dilation_reason: str = "given"
+
+
+#: The burst schedule covers this many times the run's expected length.
+SCHEDULE_COVERAGE = 3
+
+
+def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "given") -> Plan:
+    """Resolve topology, preset, placement and the burst schedule; raise SpecError naming the
+    field. No side effects: whatever a bad spec would break, it breaks here.
+
+    The topology is the one played (`shaping.as_played`: rates / D, queues at the MTU), so
+    incast rates follow it; event times stay emulated (the scheduler stretches them). With
+    `dilation` None the spec's is used; `auto` plans at D = 1 and leaves D to the calibration.
+    """
+    from testbed.bursts import presets, schedule
+    from testbed.network.shaping import as_played
+
+    if dilation is None and spec.dilation != "auto":
+        dilation = spec.dilation
+    topo = as_played(spec.topology(), spec.mtu, dilation or 1.0)
+    try:
+        preset = presets.load(spec.burst)
+    except (ValueError, KeyError, OSError) as e:
+        raise SpecError("burst", str(e)) from e
+    n_hosts = len(topo.hosts)
+    if spec.workload in WORKER_WORKLOADS:
+        if spec.workers > n_hosts:
+            raise SpecError(
+                "workers", f"{spec.workers} workers but the topology has {n_hosts} hosts"
+            )
+        hosts = tuple(schedule.place_workers(topo, spec.workers))
+    else:
+        hosts = ()
+    for field_name, name in (("probe_src", spec.probe_src), ("probe_dst", spec.probe_dst)):
+        if name is not None and name not in {h.name for h in topo.hosts}:
+            raise SpecError(field_name, f"{name} is not a host of the topology")
+    span_s = expected_duration_s(spec) * SCHEDULE_COVERAGE
+    try:
+        presets.check_event_bound(preset, span_s)
+        events = schedule.generate(preset, topo, list(hosts), span_s, spec.seed)
+    except ValueError as e:
+        raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
+    return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason)
+
+
+def expected_duration_s(spec: RunSpec) -> float:
+    """A generous estimate of the measured part (the schedule covers SCHEDULE_COVERAGE x it)."""
+    if spec.workload in ("iperf3", "ping"):
+        return spec.duration_s
+    bound_s = 2 * spec.size_mib * 8 * 1.048576 / spec.bw  # ~2 x S/B per round
+    if spec.workload == "allreduce":
+        return spec.rounds * (bound_s + spec.interval_ms / 1000)
+    steps = spec.steps or spec.epochs * 60
+    return steps * max(bound_s, 0.2)
