@@ -182,7 +182,7 @@ class TransposeAllReduce:
         check_epsilon(epsilon)
         own = np.array(arr, dtype=np.float32, copy=True)
         policy = self._reliable if reliable else self.policy
-        if not policy.uses_epsilon:
+        if not policy.traits.uses_epsilon:
             epsilon = 0.0
         if self.engine is None:
             return self._alone(own, epsilon)
