@@ -79,10 +79,29 @@ class StageProgress:
     last_seen: int = 0  # peers whose LAST-flagged packet arrived
     peer_budgets_s: dict[int, float] = field(default_factory=dict)  # from timeout_us
     epsilon: float = 0.0  # this round's loss budget (only loss-bounded policies read it)
+    #: per sending peer: its packets' arrival bitmap and its elements (the stop rule's view)
+    got: dict[int, np.ndarray] = field(default_factory=dict)
+    lengths: dict[int, int] = field(default_factory=dict)
+    per_pkt: int = 1
 
     @property
     def missing(self) -> int:
         return self.expected - self.received
+
+    def peer_missing(self, peer: int) -> int:
+        """Elements `peer` owes this rank in this stage (its last packet may be short)."""
+        got, n = self.got[peer], self.lengths[peer]
+        if not len(got):
+            return 0
+        last = bool(got[-1])
+        full = int(np.count_nonzero(got)) - last
+        return n - full * self.per_pkt - (n - (len(got) - 1) * self.per_pkt if last else 0)
+
+    def each_within(self, epsilon: float) -> bool:
+        """True if every peer has delivered >= (1 - epsilon) of what it owes."""
+        return all(
+            self.peer_missing(q) <= math.floor(epsilon * n + 1e-9) for q, n in self.lengths.items()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +224,9 @@ class Reliable(CompletionPolicy):
 
 @register
 class Dblp(CompletionPolicy):
-    """Bounded loss: over once >= (1 - ε) is in (stop early: at once, and the senders are told
-    to stop; stop idle: once the stream is idle too); else repair to ε. ε comes from the phase
+    """Bounded loss: over once >= (1 - ε) is in (stop early: at once, once each peer has sent
+    >= (1 - ε) of its part, and the senders are told to stop; stop idle: once the stream is
+    idle too); else repair to ε. ε comes from the phase
     controller. fill rescale: missing scatter contributions rescaled, missing gathered elements
     N x own; fill zero (the paper's): both count 0."""
 
@@ -245,7 +265,7 @@ class Dblp(CompletionPolicy):
         dl = self.deadline(p)
         if now >= dl:
             return Verdict(done=True, cap_hit=missing > allowed)
-        if self.stop == "early" and missing <= allowed:
+        if self.stop == "early" and missing <= allowed and p.each_within(p.epsilon):
             return Verdict(done=True)
         if self.idle(p, now):
             if missing <= allowed:
