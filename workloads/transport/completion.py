@@ -17,8 +17,15 @@ data did not arrive:
   N / contributions received.
 - dblp: scatter sums are rescaled per element by N / contributions received (unbiased for
   the sum if loss is independent of the values); a missing gathered element becomes N * x, so
-  the hook's mean is this rank's own gradient x, its best local estimate of the mean. Its NACKs
-  ask only for the excess beyond ε (`Dblp.repair_elems`); reliable's ask for everything.
+  the hook's mean is this rank's own gradient x, its best local estimate of the mean (`--fill
+  rescale`, its default). Its NACKs ask only for the excess beyond ε (`Dblp.repair_elems`);
+  reliable's ask for everything.
+- mlt (the paper's baseline): dblp's rules with one fixed ε; by default `--fill zero`, the
+  paper's: a missing scatter contribution and a missing gathered element both count 0.
+
+dblp and mlt also take `--stop early` (a stage ends as soon as each peer has sent >= 1 - ε of
+it, and the receiver tells its senders to stop) and `--control tcp` (the paper's probe, bitmap
+and Stop over TCP); the engine carries both out (repair.py, control.py).
 
 ε is a per-round input (the phase controller decides it per step): it reaches the policy on one
 route, `TransposeAllReduce.allreduce(epsilon=)` -> `StageProgress.epsilon`, checked once by
