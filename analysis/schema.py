@@ -18,7 +18,9 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 2  # 2: rounds.loop_late_ms; transport names from the policy registry
+#: 2: rounds.loop_late_ms; transport names from the policy registry. 3: rounds.bytes_skipped,
+#: passes, pass_ms (older tables read with their defaults)
+SCHEMA_VERSION = 3
 
 #: The files of one run folder, by table name.
 TABLE_FILES = {
@@ -43,6 +45,8 @@ class Column:
     lo: float | None = None
     hi: float | None = None
     choices: tuple[str, ...] | None = None
+    #: a column added after tables were written: a table without it reads with this value
+    default: Any = None
 
 
 FRACTION = {"lo": 0.0, "hi": 1.0}
@@ -78,6 +82,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         # worst lateness of the transport loop's timer wake-ups (NaN: not measured, e.g. tcp)
         Column("loop_late_ms", "float", **NONNEG),
         Column("is_warmup", "bool"),
+        # payload bytes this rank did not send because the receiver said Stop (--stop early)
+        Column("bytes_skipped", "int", **NONNEG, default=0),
+        # the stage's passes at this rank as a receiver: the first transmission plus each
+        # repair request to a peer (the most asked of any peer); total row: both stages'
+        Column("passes", "int", **NONNEG, default=0),
+        Column("pass_ms", "float", **NONNEG, default=float("nan")),  # latency_ms / passes
     ),
     "steps": (
         Column("run_id", "str"),
@@ -154,9 +164,12 @@ def coerce(table: str, rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFram
     df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     if df.empty:
         return empty(table)
-    missing = [c.name for c in cols if c.name not in df.columns]
+    missing = [c.name for c in cols if c.name not in df.columns and c.default is None]
     if missing:
         raise SchemaError(f"{table}: missing columns {missing}")
+    later = {c.name: c.default for c in cols if c.name not in df.columns}
+    if later:
+        df = df.assign(**later)
     out = {}
     for c in cols:
         s = df[c.name]

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from workloads.transport import fastpath
-from workloads.transport.completion import transport_names
+from workloads.transport.completion import transport_names, transport_traits
 from workloads.transport.loopback import Case, LoopbackJob, RankResult
 
 MIB = 1 << 20
@@ -74,7 +74,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--drop", type=float, default=0.0, help="injected receive-side loss, 0-1")
     ap.add_argument("--rate", type=float, default=100.0, help="per-rank pacing, Mbit/s")
-    ap.add_argument("--epsilon", type=float, default=0.01, help="dblp loss budget")
+    ap.add_argument("--epsilon", type=float, default=0.01, help="dblp / mlt loss budget")
     ap.add_argument(
         "--mode", choices=("adaptive", "fixed"), default="adaptive", help="optireduce timeout mode"
     )
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         n_elems=n,
         rounds=args.rounds,
         config=config,
-        epsilon=args.epsilon if args.transport == "dblp" else 0.0,
+        epsilon=args.epsilon if transport_traits(args.transport).uses_epsilon else 0.0,
         calibrate_rounds=0 if args.transport == "tcp" else 5,
         seed=args.seed,
     )

@@ -16,7 +16,7 @@ from workloads.args import WorkerArgs
 from workloads.provenance import versions
 from workloads.rendezvous import Identity
 from workloads.spec import WorkerSpec
-from workloads.transport.completion import TCP
+from workloads.transport.completion import TCP, transport_traits
 from workloads.transport.config import TransportConfig
 from workloads.transport.phase import PhaseConfig
 
@@ -27,10 +27,16 @@ def transport_config(spec: WorkerSpec) -> TransportConfig | None:
 
 
 def phase_config(spec: WorkerSpec) -> PhaseConfig:
-    """The controller's settings: the spec's where given (not None), its own defaults elsewhere."""
+    """The controller's settings: the spec's where given (not None), its own defaults elsewhere.
+    A transport whose ε is one fixed tolerance (uses ε, not phase-aware: mlt) takes the pinned
+    path whatever `--phase` says; the phases are still labelled."""
     tuned = ("eps_critical", "eps_stable", "checkpoint_every", "warmup_steps")
     given = {k: getattr(spec, k) for k in tuned if getattr(spec, k) is not None}
-    return PhaseConfig(**given, enabled=spec.phase == "on", pinned_epsilon=spec.epsilon)
+    traits = transport_traits(spec.transport)
+    fixed = traits.uses_epsilon and not traits.phase_aware
+    return PhaseConfig(
+        **given, enabled=spec.phase == "on" and not fixed, pinned_epsilon=spec.epsilon
+    )
 
 
 def _boot_id() -> str | None:

@@ -27,7 +27,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from workloads.transport import config as tconfig
-from workloads.transport.completion import transport_names
+from workloads.transport.completion import transport_names, transport_traits
 
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
 #: The workloads a worker process runs; the probes (iperf3, ping) the testbed runs itself.
@@ -127,7 +127,8 @@ class _WorkerKnobs(BaseModel):
         **FRACTION,
     )  # fmt: skip
     epsilon: float | None = knob(
-        None, TRANSPORT, "dblp: pinned ε (allreduce workload; training with --phase off).",
+        None, TRANSPORT, "dblp: pinned ε (allreduce workload; training with --phase off); mlt: its "
+        "fixed tolerance P.",
         **FRACTION,
     )  # fmt: skip
     checkpoint_every: int | None = knob(
@@ -141,7 +142,14 @@ class _WorkerKnobs(BaseModel):
 
     @model_validator(mode="after")
     def _epsilon_pins_only_when_off(self) -> Any:
-        if self.workload == "train" and self.phase == "on" and self.epsilon is not None:
+        traits = transport_traits(self.transport)  # mlt's ε is its one fixed tolerance
+        fixed = traits.uses_epsilon and not traits.phase_aware
+        if (
+            self.workload == "train"
+            and self.phase == "on"
+            and not fixed
+            and self.epsilon is not None
+        ):
             raise ValueError(
                 "epsilon: pins ε only with phase off (or in the allreduce workload); "
                 "with the phase controller on, set eps_critical / eps_stable"

@@ -131,7 +131,7 @@ def _state(engine: Engine) -> dict:
         "partial": rs.partial.tobytes(), "out": rs.out.tobytes(), "sc_count": rs.sc_count.tolist(),
         "sc_got": {p: g.tolist() for p, g in rs.sc_got.items()},
         "ga_got": {p: g.tolist() for p, g in rs.ga_got.items()},
-        "prog": [{k: v for k, v in p.items() if k != "last_rx"} for p in prog],
+        "prog": [{k: v for k, v in p.items() if k not in ("last_rx", "got")} for p in prog],
         "last": (sorted(rs.sc_last), sorted(rs.ga_last)), "pkts": rs.pkts_received,
         "eps_mismatch": rs.eps_mismatch, "stage": rs.stage,
         "reasons": dict(engine.reasons), "pending": {r: len(v) for r, v in engine.pending.items()},

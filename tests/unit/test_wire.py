@@ -28,7 +28,7 @@ def oracle_accepts(b: bytes) -> bool:
     if b[:4] != b"DBLP" or b[4] != 2:
         return False
     kind, stage, flags = b[5], b[6], b[7]
-    if kind not in (1, 2) or stage not in (0, 1) or u(b, 8, 8) != TOKEN:
+    if kind not in (1, 2, 3, 4) or stage not in (0, 1) or u(b, 8, 8) != TOKEN:
         return False
     src, shard, off, count = u(b, 20, 2), u(b, 22, 2), u(b, 24, 4), u(b, 28, 4)
     if src >= WORLD or src == ME or shard >= WORLD:
@@ -42,7 +42,26 @@ def oracle_accepts(b: bytes) -> bool:
             and len(b) == 40 + 4 * count
             and off % PER_PKT == 0
         )
+    if kind == 3:  # PROBE: from the data's sender, a bare header
+        owner = ME if stage == 0 else src
+        return (
+            flags == 0
+            and shard == owner
+            and count == 0
+            and len(b) == 40
+            and off == 0
+            and (u(b, 36, 4) == 0)
+        )
     owner = src if stage == 0 else ME
+    if kind == 4:  # STOP: from the data's receiver, a bare header
+        return (
+            flags == 0
+            and shard == owner
+            and count == 0
+            and len(b) == 40
+            and off == 0
+            and (u(b, 36, 4) == 0)
+        )
     return (
         flags == 0
         and shard == owner
@@ -71,6 +90,13 @@ def valid_datagrams(draw) -> bytes:
         shard = ME if stage == wire.SCATTER else src
         payload = draw(st.binary(min_size=4 * count, max_size=4 * count))
         timeout = draw(st.integers(0, 2**32 - 1))
+    elif kind in (wire.PROBE, wire.STOP):
+        count, off, flags, timeout, payload = 0, 0, 0, 0, b""
+        shard = (
+            (ME if stage == wire.SCATTER else src)
+            if kind == wire.PROBE
+            else (src if stage == wire.SCATTER else ME)
+        )
     else:
         ranges = draw(
             st.lists(
@@ -116,7 +142,9 @@ def test_round_trip(b):
     assert isinstance(h, wire.Header), h
     assert wire.encode(h, b[40:]) == b
     assert oracle_accepts(b)
-    if h.kind == wire.NACK:
+    if h.kind in (wire.PROBE, wire.STOP):
+        assert len(b) == 40
+    elif h.kind == wire.NACK:
         assert wire.nack_payload(wire.nack_ranges(b, h.count)) == b[40:]
     else:
         vals = np.frombuffer(b, "<f4", h.count, 40)

@@ -17,8 +17,15 @@ data did not arrive:
   N / contributions received.
 - dblp: scatter sums are rescaled per element by N / contributions received (unbiased for
   the sum if loss is independent of the values); a missing gathered element becomes N * x, so
-  the hook's mean is this rank's own gradient x, its best local estimate of the mean. Its NACKs
-  ask only for the excess beyond ε (`Dblp.repair_elems`); reliable's ask for everything.
+  the hook's mean is this rank's own gradient x, its best local estimate of the mean (`--fill
+  rescale`, its default). Its NACKs ask only for the excess beyond ε (`Dblp.repair_elems`);
+  reliable's ask for everything.
+- mlt (the paper's baseline): dblp's rules with one fixed ε; by default `--fill zero`, the
+  paper's: a missing scatter contribution and a missing gathered element both count 0.
+
+dblp and mlt also take `--stop early` (a stage ends as soon as each peer has sent >= 1 - ε of
+it, and the receiver tells its senders to stop) and `--control tcp` (the paper's probe, bitmap
+and Stop over TCP); the engine carries both out (repair.py, control.py).
 
 ε is a per-round input (the phase controller decides it per step): it reaches the policy on one
 route, `TransposeAllReduce.allreduce(epsilon=)` -> `StageProgress.epsilon`, checked once by
@@ -33,9 +40,11 @@ import math
 import statistics
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
+
+from workloads.transport.traits import TCP_TRAITS, Traits
 
 IDLE_GAP_MIN_S = 0.002
 IDLE_GAP_PACKETS = 4
@@ -77,10 +86,29 @@ class StageProgress:
     last_seen: int = 0  # peers whose LAST-flagged packet arrived
     peer_budgets_s: dict[int, float] = field(default_factory=dict)  # from timeout_us
     epsilon: float = 0.0  # this round's loss budget (only loss-bounded policies read it)
+    #: per sending peer: its packets' arrival bitmap and its elements (the stop rule's view)
+    got: dict[int, np.ndarray] = field(default_factory=dict)
+    lengths: dict[int, int] = field(default_factory=dict)
+    per_pkt: int = 1
 
     @property
     def missing(self) -> int:
         return self.expected - self.received
+
+    def peer_missing(self, peer: int) -> int:
+        """Elements `peer` owes this rank in this stage (its last packet may be short)."""
+        got, n = self.got[peer], self.lengths[peer]
+        if not len(got):
+            return 0
+        last = bool(got[-1])
+        full = int(np.count_nonzero(got)) - last
+        return n - full * self.per_pkt - (n - (len(got) - 1) * self.per_pkt if last else 0)
+
+    def each_within(self, epsilon: float) -> bool:
+        """True if every peer has delivered >= (1 - epsilon) of what it owes."""
+        return all(
+            self.peer_missing(q) <= math.floor(epsilon * n + 1e-9) for q, n in self.lengths.items()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +127,15 @@ class CompletionPolicy(ABC):
     """
 
     name: ClassVar[str]
-    #: Whether the round's ε means anything to this policy (recorded as 0 otherwise).
-    uses_epsilon: ClassVar[bool] = False
+    #: What the policy is (traits.py): every policy declares its own, and run.json records it;
+    #: a round's ε reaches the policy (and the rounds table) only if `uses_epsilon`.
+    traits: ClassVar[Traits]
+    #: How a bounded-loss policy's control messages travel: "udp" (NACKs in datagrams) or
+    #: "tcp" (probe, bitmap and Stop over one connection per peer pair); engine.py reads it.
+    control: Literal["udp", "tcp"] = "udp"
+    #: "early": a stage ends as soon as (1 - ε) of it is in, and its senders are told to stop;
+    #: "idle": it ends when the stream goes idle (repairs aside).
+    stop: Literal["early", "idle"] = "idle"
 
     @classmethod
     def from_config(cls, config: Any) -> CompletionPolicy:
@@ -170,6 +205,8 @@ def register(cls: _P) -> _P:
     `testbed run --transport`)."""
     if cls.name in POLICIES or cls.name == TCP:
         raise ValueError(f"a transport called {cls.name!r} already exists")
+    if not isinstance(cls.__dict__.get("traits"), Traits):
+        raise TypeError(f"policy {cls.name!r} must declare its own `traits` (traits.py)")
     POLICIES[cls.name] = cls
     return cls
 
@@ -179,6 +216,7 @@ class Reliable(CompletionPolicy):
     """Exact: NACK whatever is missing each time the stream goes idle, until all is in."""
 
     name = "reliable"
+    traits = Traits("exact")
 
     def budget_s(self, p: StageProgress) -> float:
         return math.inf
@@ -193,10 +231,34 @@ class Reliable(CompletionPolicy):
 
 @register
 class Dblp(CompletionPolicy):
-    """Bounded loss: over once >= (1 - eps) is in and the stream is idle; else repair to eps."""
+    """Bounded loss: over once >= (1 - ε) is in (stop early: at once, once each peer has sent
+    >= (1 - ε) of its part, and the senders are told to stop; stop idle: once the stream is
+    idle too); else repair to ε. ε comes from the phase
+    controller. fill rescale: missing scatter contributions rescaled, missing gathered elements
+    N x own; fill zero (the paper's): both count 0."""
 
     name = "dblp"
-    uses_epsilon = True
+    traits = Traits(
+        "bounded-loss", uses_epsilon=True, phase_aware=True,
+        roles={"paper": "system", "design": "system"},
+    )  # fmt: skip
+    #: what stands in for missing data when the config leaves `fill` unset
+    default_fill: ClassVar[str] = "rescale"
+
+    def __init__(self, stop: str = "idle", fill: str | None = None, control: str = "udp") -> None:
+        fill = fill or self.default_fill
+        for knob, value, choices in (
+            ("stop", stop, ("early", "idle")),
+            ("fill", fill, ("zero", "rescale")),
+            ("control", control, ("udp", "tcp")),
+        ):
+            if value not in choices:
+                raise ValueError(f"{self.name} {knob} must be {'|'.join(choices)}, got {value!r}")
+        self.stop, self.fill, self.control = stop, fill, control
+
+    @classmethod
+    def from_config(cls, config: Any) -> Dblp:
+        return cls(config.stop, config.fill, config.control)
 
     @staticmethod
     def allowed(p: StageProgress) -> int:
@@ -210,6 +272,8 @@ class Dblp(CompletionPolicy):
         dl = self.deadline(p)
         if now >= dl:
             return Verdict(done=True, cap_hit=missing > allowed)
+        if self.stop == "early" and missing <= allowed and p.each_within(p.epsilon):
+            return Verdict(done=True)
         if self.idle(p, now):
             if missing <= allowed:
                 return Verdict(done=True)
@@ -217,16 +281,38 @@ class Dblp(CompletionPolicy):
         return Verdict(recheck_at=min(self.idle_at(p), dl))
 
     def combine(self, partial: np.ndarray, counts: np.ndarray | None, world: int) -> None:
-        _rescale(partial, counts, world)
+        if self.fill == "rescale":
+            _rescale(partial, counts, world)
 
     def fill_missing(self, out: np.ndarray, own: np.ndarray, world: int) -> None:
-        np.multiply(own, np.float32(world), out=out)
+        """rescale: N x own, so the mean is this rank's own gradient. zero: the element's sum is
+        unknown and counts 0, so its mean is 0: the element is not updated by this round (the
+        paper zero-fills a missing chunk of the broadcast the same way)."""
+        if self.fill == "rescale":
+            np.multiply(own, np.float32(world), out=out)
+        else:
+            out[:] = 0.0
 
     def repair_elems(self, p: StageProgress) -> int | None:
-        """Only what lies beyond ε (with `REPAIR_MARGIN`): asking for everything missing
+        """udp: only what lies beyond ε (with `REPAIR_MARGIN`): asking for everything missing
         re-sent up to ε's worth of data through the burst that lost it, and the round
-        waited for all of it although ε of it may stay missing."""
-        return math.ceil(REPAIR_MARGIN * max(0, p.missing - self.allowed(p)))
+        waited for all of it although ε of it may stay missing. tcp (the paper's rule): the
+        whole bitmap of what is missing, once anything beyond ε is (0: no repair due)."""
+        excess = max(0, p.missing - self.allowed(p))
+        if self.control == "tcp":
+            return None if excess else 0
+        return math.ceil(REPAIR_MARGIN * excess)
+
+
+@register
+class Mlt(Dblp):
+    """The paper's baseline (a software MLT without switch support): dblp's rules and repairs
+    with one fixed tolerance P, the run's pinned ε, no phase controller; missing data counts 0
+    unless `fill` says otherwise."""
+
+    name = "mlt"
+    traits = Traits("bounded-loss", uses_epsilon=True, roles={"paper": "baseline"})
+    default_fill = "zero"
 
 
 @register
@@ -240,6 +326,7 @@ class OptiReduce(CompletionPolicy):
     """
 
     name = "optireduce"
+    traits = Traits("bounded-time", roles={"design": "baseline"})
 
     @classmethod
     def from_config(cls, config: Any) -> OptiReduce:
@@ -289,6 +376,18 @@ class OptiReduce(CompletionPolicy):
 def transport_names() -> tuple[str, ...]:
     """Every transport a run can name: the registered policies, then tcp."""
     return (*POLICIES, TCP)
+
+
+def transport_traits(name: str) -> Traits:
+    """The traits of transport `name`: a registered policy's own, or tcp's."""
+    if name == TCP:
+        return TCP_TRAITS
+    try:
+        return POLICIES[name].traits
+    except KeyError:
+        raise ValueError(
+            f"unknown transport {name!r}: one of {', '.join(transport_names())}"
+        ) from None
 
 
 def make_policy(name: str, config: Any) -> CompletionPolicy:

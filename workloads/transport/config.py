@@ -84,6 +84,19 @@ class TransportConfig:
         "adaptive", "optireduce: round timeout rule."
     )
     rescale: bool = knob(False, "optireduce: unbiased mean of what arrived.")
+    stop: Literal["early", "idle"] = knob(
+        "idle", "dblp, mlt: end a stage as soon as (1 - ε) of it is in and tell the senders to "
+        "stop (early, the paper's rule), or once the stream is idle too (idle).",
+    )  # fmt: skip
+    fill: Literal["zero", "rescale"] | None = knob(
+        None, "dblp, mlt: what stands in for missing data: zero (the paper's: it counts 0) or "
+        "rescale (scatter sums x N / contributions, gathered elements N x own); default: dblp "
+        "rescale, mlt zero.",
+    )  # fmt: skip
+    control: Literal["udp", "tcp"] = knob(
+        "udp", "dblp, mlt: repairs asked by NACK datagrams, repeated while unanswered (udp), or "
+        "the paper's probe / bitmap / Stop over one TCP connection per peer pair (tcp).",
+    )  # fmt: skip
     sock_buf_bytes: int = knob(32 * MIB, ge=65536)
     #: seeded loss injected at the receiving socket, for tests and the loopback benchmark only
     drop: float = knob(0.0, "Injected receive-side loss (loopback experiments).", ge=0, lt=1)
@@ -99,9 +112,10 @@ class TransportConfig:
         # time_scale first: the dilated knobs' bounds move with it
         for k in sorted(knobs(), key=lambda k: k.name != "time_scale"):
             value = getattr(self, k.name)
-            choices = get_args(k.type) if get_origin(k.type) is Literal else ()
+            choices = _choices(k.type)
             if choices and value not in choices:
-                raise ValueError(f"{k.name} must be {'|'.join(choices)}, got {value!r}")
+                named = "|".join(str(c) for c in choices if c is not None)
+                raise ValueError(f"{k.name} must be {named}, got {value!r}")
             if value is None or not k.limits:
                 continue
             scale = {DURATION: self.time_scale, RATE: 1 / self.time_scale}.get(k.dilate, 1.0)
@@ -129,6 +143,16 @@ class TransportConfig:
     def last_port(self, world: int) -> int:
         """Highest UDP port a job of `world` ranks binds (base + rank*k + i)."""
         return self.base_port + world * self.ports_per_peer - 1
+
+
+def _choices(tp: Any) -> tuple[Any, ...]:
+    """A Literal's values (an optional one's too: None, its default, is checked apart)."""
+    if get_origin(tp) is Literal:
+        return get_args(tp)
+    given = [a for a in get_args(tp) if a is not type(None)]
+    if len(given) == 1 and get_origin(given[0]) is Literal:
+        return (*get_args(given[0]), None)
+    return ()
 
 
 @functools.cache

@@ -130,6 +130,15 @@ class Endpoint:
                 ready.append(self.fd_index[fd])
         return ready
 
+    def watch(self, fd: int, index: int) -> None:
+        """Also wait on `fd` (a control link), reported by `wait` as `index` (>= k)."""
+        self.poller.register(fd, select.POLLIN)
+        self.fd_index[fd] = index
+
+    def unwatch(self, fd: int) -> None:
+        self.poller.unregister(fd)
+        self.fd_index.pop(fd, None)
+
     def wake(self) -> None:
         os.eventfd_write(self.wake_fd, 1)
 

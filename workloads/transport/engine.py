@@ -29,6 +29,7 @@ import numpy as np
 from workloads.transport import fastpath, wire
 from workloads.transport.completion import CompletionPolicy, Verdict
 from workloads.transport.config import TransportConfig
+from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
 from workloads.transport.layout import Layout
 from workloads.transport.mmsg import source_key
@@ -79,7 +80,13 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
     (receive.py, send.py, repair.py), which share this thread's state."""
 
     def __init__(
-        self, rank: int, world: int, endpoint: Endpoint, config: TransportConfig, job_token: int
+        self,
+        rank: int,
+        world: int,
+        endpoint: Endpoint,
+        config: TransportConfig,
+        job_token: int,
+        links: ControlLinks | None = None,
     ) -> None:
         super().__init__(name=f"tar-engine-{rank}", daemon=True)
         self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
@@ -92,7 +99,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         self.active: RoundState | None = None
         self.active_req: Request | None = None
         self.history: OrderedDict[int, RoundState] = OrderedDict()
-        self.pending: dict[int, list[bytes]] = {}
+        self.pending: dict[int, list[tuple[bytes, bool]]] = {}  # (datagram, came over TCP)
         self.pending_bytes = 0
         self.next_round = 0
         self.stop_flag = False
@@ -110,6 +117,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         self.sent_bytes = 0
         self.nacks = 0
         self.retx = 0
+        self.skipped = [0, 0]  # payload bytes not sent, by stage, because a receiver said STOP
         self.reasons: Counter[str] = Counter()
         self.job_token = job_token
         self.decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu)
@@ -126,6 +134,12 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             self.tx = fastpath.TxFast(endpoint.batches, job_token, rank, self.per_pkt)
         #: which data path runs (run.json's transport_params say it)
         self.fastpath = "compiled" if self.rx is not None else "python"
+        #: the TCP control links (--control tcp), watched as indices k + peer of the poll set
+        self.links = links
+        self.probes: list[SendJob] = []  # passes sent whose receivers are to be probed
+        if links is not None:
+            for fd, peer in links.fd_peer.items():
+                endpoint.watch(fd, endpoint.k + peer)
 
     # ---- caller side -------------------------------------------------------------------------
 
@@ -148,7 +162,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             ready: list[int] = []
             while not self.stop_flag:
                 self.pass_t = time.monotonic()
-                for i in ready:
+                for i in sorted(ready):  # UDP sockets first, then the control links
                     self._drain(i)
                 self._advance(time.monotonic())
                 while self.active is None and self._take_request():
@@ -229,13 +243,13 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         for p in self.peers:
             if lay.length(p):
                 self._queue_first(rs, p, wire.SCATTER, p, req.data, lay.start(p))
-        for raw in self.pending.pop(rs.round, []):
+        for raw, tcp in self.pending.pop(rs.round, []):
             # Buffered only after decode and the source check passed: replay routes it again.
             self.pending_bytes -= len(raw)
             view = memoryview(raw)
             h = self.decode(view, len(raw))
             assert h.__class__ is not str
-            self._dispatch(h, np.frombuffer(raw, dtype=np.uint8), view, len(raw), now)
+            self._dispatch(h, np.frombuffer(raw, dtype=np.uint8), view, len(raw), now, tcp)
         return True
 
     def _queue_first(self, rs: RoundState, peer: int, stage: int, shard: int, arr, start) -> None:
@@ -254,26 +268,31 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             return
         pol = rs.policy
         rs.recheck_at = None
+        nacks = pol.control == "udp"  # over tcp, probes ask for the bitmaps
         if rs.stage == STAGE_SCATTER:
             v = self._screened_verdict(rs, wire.SCATTER, now)
-            if v.nack:
+            if v.nack and nacks:
                 self._send_nacks(rs, wire.SCATTER, now)
             if not v.done:
                 rs.recheck_at = self._hold_bound(rs, v.recheck_at, wire.SCATTER, now)
             else:
                 rs.end_scatter(now, v.cap_hit)
+                if pol.stop == "early":
+                    self._send_stops(rs, wire.SCATTER, now)
                 lay = rs.layout
                 if lay.length(self.me):
                     for p in self.peers:
                         self._queue_first(rs, p, wire.GATHER, self.me, rs.reduced, 0)
         if rs.stage == STAGE_GATHER:
             v = self._screened_verdict(rs, wire.GATHER, now)
-            if v.nack:
+            if v.nack and nacks:
                 self._send_nacks(rs, wire.GATHER, now)
             if not v.done:
                 rs.recheck_at = self._hold_bound(rs, v.recheck_at, wire.GATHER, now)
             else:
                 rs.end_gather(now, v.cap_hit)
+                if pol.stop == "early":
+                    self._send_stops(rs, wire.GATHER, now)
         if rs.stage == STAGE_DRAIN:
             hard = rs.t_start + pol.budget_s(rs.sc)
             if not rs.first_jobs_pending() or now >= hard:
@@ -342,14 +361,20 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             cpu_wait_ms=max(0, wait_ns - self.wait0_ns) / 1e6,
             loop_late_ms=self.late_s * 1e3,
             suspect=suspect,
+            skipped_scatter=self.skipped[wire.SCATTER],
+            skipped_gather=self.skipped[wire.GATHER],
+            passes_scatter=rs.passes(wire.SCATTER),
+            passes_gather=rs.passes(wire.GATHER),
         )
         self.sent_bytes = self.nacks = self.retx = 0
+        self.skipped = [0, 0]
         self.reasons = Counter()
         req = self.active_req
         out = rs.out
         # Keep only what NACK answers need.
         rs.partial = rs.out = None  # type: ignore[assignment]
         rs.sc_got, rs.ga_got = {}, {}
+        rs.sc.got, rs.ga.got = {}, {}
         self.history[rs.round] = rs
         while len(self.history) > HISTORY:
             self.history.popitem(last=False)

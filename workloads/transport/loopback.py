@@ -32,13 +32,13 @@ START_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class Case:
-    """One batch of rounds for every rank. transport: dblp|optireduce|reliable|tcp."""
+    """One batch of rounds for every rank. transport: a registered policy, or tcp."""
 
     transport: str
     n_elems: int
     rounds: int
     config: dict[str, Any] = field(default_factory=dict)
-    epsilon: float = 0.0  # each round's loss budget (dblp)
+    epsilon: float = 0.0  # each round's loss budget (dblp, mlt)
     calibrate_rounds: int = 0  # 0: no calibration (t_max from config or the model)
     compare_gloo: bool = False  # also all_reduce each round's input over Gloo and compare
     seed: int = 0

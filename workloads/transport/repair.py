@@ -1,5 +1,13 @@
 """The engine's repair side: asking peers for what is missing (NACKs out) and answering their
-NACKs with repair packets, both bounded, so a NACK cannot be turned into an amplifier.
+NACKs with repair packets, both bounded, so a NACK cannot be turned into an amplifier; and the
+stop rule's messages: STOP (a receiver ended a stage: send no more of it) and, with
+`--control tcp`, PROBE (a sender finished a pass: the receiver answers with its bitmap or STOP).
+
+Control messages travel as the round's policy says (`control`): as UDP datagrams, where a lost
+NACK is sent again each hold while the stage is open and idle, and a lost STOP again when more
+of the stopped stage arrives (at most once per idle gap); or as frames on the TCP link of the
+peer pair (control.py), which delivers them. A NACK over TCP has no repair budget: the link is
+authenticated at setup, and its answers are paced passes, one per probe.
 
 A mixin of `Engine` (engine.py), the one thread that owns the round state, the send queues,
 the pacer and the counters it reads and writes.
@@ -11,7 +19,14 @@ import numpy as np
 
 from workloads.transport import wire
 from workloads.transport.pacer import WIRE_OVERHEAD
-from workloads.transport.roundstate import RoundState, SendJob, within_quota
+from workloads.transport.roundstate import (
+    STAGE_DONE,
+    STAGE_DRAIN,
+    STAGE_SCATTER,
+    RoundState,
+    SendJob,
+    within_quota,
+)
 
 #: Repair packets a rank sends one peer for one (round, stage), per packet of the shard: enough
 #: for many NACK rounds at heavy loss, never an open-ended answer to NACKs.
@@ -21,8 +36,10 @@ REPAIR_FACTOR = 8
 class Repairs:
     """Engine's NACK methods (see the module docstring for the state they share)."""
 
-    def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview) -> None:
+    def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview, tcp: bool = False) -> None:
         q, lay = h.src, rs.layout
+        if (q, h.stage) in rs.stopped:
+            return  # the receiver ended that stage; an older NACK of it asks for nothing now
         if h.stage == wire.SCATTER:
             shard, arr, start = q, rs.data, lay.start(q)
         else:
@@ -37,6 +54,8 @@ class Repairs:
             return
         key = (q, h.stage)
         budget = REPAIR_FACTOR * lay.npkts(shard) - rs.repairs_sent.get(key, 0)
+        if tcp:
+            budget = lay.npkts(shard)  # per answer: every packet at most once
         first = rs.first_jobs.get(key)
         # Packets the first transmission has still to send (index >= its pos) are not repaired.
         cut = first.pos if first is not None and first.unsent(first.pos) else None
@@ -96,3 +115,91 @@ class Repairs:
                 self.nacks += 1
             self.pacer.consume(p, len(dgram) + WIRE_OVERHEAD)
             rs.nack_hold[key] = now + 2 * t.gap_s + pkts * t.pair_pkt_s
+            rs.asks[key] = rs.asks.get(key, 0) + 1
+
+    # ---- the stop rule and the TCP control channel ---------------------------------------------
+
+    def _control_send(self, rs: RoundState, peer: int, dgram: bytes) -> bool:
+        """One control message to `peer`, on the channel the round's policy uses."""
+        if rs.policy.control == "tcp" and self.links is not None:
+            return self.links.send(peer, dgram)
+        self.sock_rr = (self.sock_rr + 1) % self.ep.k
+        self.pacer.consume(peer, len(dgram) + WIRE_OVERHEAD)
+        return self.ep.send(self.sock_rr, peer, memoryview(dgram))
+
+    def _send_stops(self, rs: RoundState, stage: int, now: float) -> None:
+        """The stage is over here: tell each peer that still owes some of it to stop."""
+        for p in self.peers:
+            if rs.missing_ranges(stage, p):
+                self._say_stop(rs, p, stage, now)
+
+    def _say_stop(self, rs: RoundState, peer: int, stage: int, now: float) -> None:
+        shard = self.me if stage == wire.SCATTER else peer
+        dgram = wire.control_datagram(
+            wire.STOP, stage, self.job_token, rs.round, self.me, shard, rs.eps_id
+        )
+        self._control_send(rs, peer, dgram)
+        rs.stop_sent[(peer, stage)] = now
+
+    def _restop(self, rs: RoundState, h: wire.Header, now: float) -> None:
+        """More DATA of a stage this rank stopped: the STOP (a datagram) was lost; send it
+        again, at most once per idle gap."""
+        key = (h.src, h.stage)
+        sent = rs.stop_sent.get(key)
+        if sent is not None and rs.policy.control == "udp" and now - sent >= rs.timing.gap_s:
+            self._say_stop(rs, h.src, h.stage, now)
+
+    def _on_stop(self, rs: RoundState, h: wire.Header) -> None:
+        """The receiver `h.src` ended stage `h.stage`: cancel what this rank still had to send
+        it of that stage (first transmission and repairs) and count those bytes as skipped."""
+        q, stage = h.src, h.stage
+        if (q, stage) in rs.stopped:
+            return
+        rs.stopped.add((q, stage))
+        per = rs.layout.per_pkt
+        for job in [rs.first_jobs.get((q, stage)), *self.queues[q]]:
+            if job is None or job.cancelled or job.rs is not rs or job.stage != stage:
+                continue
+            n = job.src.size // 4
+            left = sum(min(per, n - i * per) for i in job.indices[job.pos :])
+            self.skipped[stage] += 4 * left
+            job.cancelled = True
+        rs.repairs_queued.pop((q, stage), None)
+
+    def _on_probe(self, rs: RoundState, h: wire.Header, finished: bool) -> None:
+        """Sender `h.src` finished a pass of stage `h.stage`: answer STOP if the stage is over
+        here, else the bitmap of what it still owes (as much as the policy asks for)."""
+        p, stage = h.src, h.stage
+        over = stage == wire.SCATTER and rs.stage != STAGE_SCATTER
+        if finished or over or rs.stage in (STAGE_DRAIN, STAGE_DONE):
+            self._say_stop(rs, p, stage, 0.0)
+            return
+        prog = rs.sc if stage == wire.SCATTER else rs.ga
+        quota = rs.policy.repair_elems(prog)
+        if quota == 0:
+            return  # nothing is due: the stage ends by its rule, and then says STOP
+        owed = {q: r for q in self.peers if (r := rs.missing_ranges(stage, q))}
+        ranges = within_quota(owed, quota, rs.layout.per_pkt).get(p)
+        if not ranges:
+            return
+        shard = self.me if stage == wire.SCATTER else p
+        for i in range(0, len(ranges), self.max_ranges):
+            part = ranges[i : i + self.max_ranges]
+            dgram = wire.control_datagram(
+                wire.NACK, stage, self.job_token, rs.round, self.me, shard, rs.eps_id,
+                wire.nack_payload(part), len(part),
+            )  # fmt: skip
+            if self.links.send(p, dgram):
+                self.nacks += 1
+        rs.asks[(p, stage)] = rs.asks.get((p, stage), 0) + 1
+
+    def _probe(self, job: SendJob) -> None:
+        """A pass of `job` (first transmission or repairs) is sent: ask the receiver what is
+        still missing (--control tcp only; call after the pass's datagrams left)."""
+        rs = job.rs
+        if (job.peer, job.stage) in rs.stopped:
+            return
+        dgram = wire.control_datagram(
+            wire.PROBE, job.stage, self.job_token, rs.round, self.me, job.shard, rs.eps_id
+        )
+        self.links.send(job.peer, dgram)

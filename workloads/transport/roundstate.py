@@ -86,6 +86,11 @@ class RoundState:
     repairs_sent: dict[tuple[int, int], int] = field(default_factory=dict)
     nack_hold: dict[tuple[int, int], float] = field(default_factory=dict)
     recheck_at: float | None = None
+    #: as a receiver: repair requests sent per (peer, stage), and when a STOP last went out
+    asks: dict[tuple[int, int], int] = field(default_factory=dict)
+    stop_sent: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: as a sender: the (peer, stage)s whose receiver said STOP
+    stopped: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         lay, me, world = self.layout, self.me, self.layout.world
@@ -107,6 +112,9 @@ class RoundState:
         )
         budgets: dict[int, float] = {}
         self.sc = StageProgress(
+            got=self.sc_got,
+            lengths={p: n_me for p in peers} if n_me else {},
+            per_pkt=lay.per_pkt,
             share=SCATTER_SHARE,
             expected=len(peers) * n_me,
             peers=len(peers) if n_me else 0,
@@ -116,6 +124,9 @@ class RoundState:
         )
         ga_peers = [p for p in peers if lay.length(p)]
         self.ga = StageProgress(
+            got=self.ga_got,
+            lengths={p: lay.length(p) for p in ga_peers},
+            per_pkt=lay.per_pkt,
             share=1.0,
             expected=sum(lay.length(p) for p in peers),
             peers=len(ga_peers),
@@ -254,6 +265,11 @@ class RoundState:
     def delivered_loss(self) -> float:
         expected = self.sc.expected + self.ga.expected
         return (self.sc.missing + self.ga.missing) / expected if expected else 0.0
+
+    def passes(self, stage: int) -> int:
+        """The stage's passes as received here: the first transmission and the repair
+        requests to the most-asked peer."""
+        return 1 + max((n for (_, s), n in self.asks.items() if s == stage), default=0)
 
     def first_jobs_pending(self) -> bool:
         return any(j.pos < len(j.indices) and not j.cancelled for j in self.first_jobs.values())

@@ -69,6 +69,8 @@ class Sender:
             job = queues[p][0]
             i = job.indices[job.pos]
             job.pos += 1
+            if job.pos == len(job.indices):
+                self._passed(job)
             sock = (tick + p) % k
             stage(job, i, sock, staged[sock])
             pacer.consume(p, wants[p])
@@ -107,6 +109,8 @@ class Sender:
                 if not job.first:
                     i = job.indices[job.pos]
                     job.pos += 1
+                    if job.pos == len(job.indices):
+                        self._passed(job)
                     self._stage_data(job, i, sock, staged[sock])
                     pacer.consume(p, need)
                     room -= 1
@@ -114,14 +118,23 @@ class Sender:
                 m = min(room, len(job.indices) - job.pos, int(tokens[p] // full)) or 1
                 nbytes = tx.stage(sock, job, m, job.rs.policy.header_budget_us())
                 job.pos += m
+                if job.pos == len(job.indices):
+                    self._passed(job)
                 pacer.consume(p, nbytes + m * (wire.HEADER_BYTES + WIRE_OVERHEAD))
                 room -= m
                 last = nbytes - 4 * self.per_pkt * (m - 1)
                 staged[sock] += [(4 * self.per_pkt, True)] * (m - 1) + [(last, True)]
         self._flush(staged)
 
+    def _passed(self, job: SendJob) -> None:
+        """The job's last packet is staged: with --control tcp, probe its receiver once the
+        batch has left (`_flush`), so the probe never overtakes the pass it closes."""
+        if job.rs.policy.control == "tcp" and self.links is not None:
+            self.probes.append(job)
+
     def _flush(self, staged: list[list[tuple[int, bool]]]) -> None:
-        """One sendmmsg per socket with packets staged; count what the kernel took."""
+        """One sendmmsg per socket with packets staged; count what the kernel took; then the
+        probes of the passes this batch ended."""
         for s, pkts in enumerate(staged):
             if pkts:
                 for ok, (nb, first) in zip(
@@ -131,6 +144,10 @@ class Sender:
                         self.sent_bytes += nb
                         if not first:
                             self.retx += 1
+        if self.probes:
+            for job in self.probes:
+                self._probe(job)
+            self.probes.clear()
 
     def _stage_data(self, job: SendJob, i: int, s: int, staged: list[tuple[int, bool]]) -> None:
         """Pack packet i of the job into the send batch of socket s."""

@@ -23,6 +23,10 @@ class RoundStats:
     dropped as suspect input (wrong token, not from the member it names, non-finite values,
     out of the round window, NACK ranges or repair budget exceeded, ...); `eps_mismatch` is the
     one reason whose datagrams were used: a member whose ε decision differed from this rank's.
+    skipped_* = payload bytes of each stage this rank did not send because the receiver said
+    Stop (first transmissions and repairs; same interval as `bytes`). passes_* = each stage's
+    passes as this rank received it: 1 (the first transmission) + the repair requests it sent
+    the most-asked peer (NACKs, or bitmaps answering probes).
     """
 
     round: int
@@ -44,6 +48,10 @@ class RoundStats:
     cpu_wait_ms: float = 0.0
     loop_late_ms: float = 0.0
     suspect: dict[str, int] = field(default_factory=dict)
+    skipped_scatter: int = 0
+    skipped_gather: int = 0
+    passes_scatter: int = 0
+    passes_gather: int = 0
 
     @property
     def bad_dgrams(self) -> int:

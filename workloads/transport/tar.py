@@ -30,6 +30,7 @@ from workloads.transport.completion import (
     make_policy,
 )
 from workloads.transport.config import TransportConfig
+from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import LOSSY_GRACE_S, RELIABLE_GIVE_UP_S, Engine, Request
 from workloads.transport.pacer import WIRE_OVERHEAD
@@ -68,13 +69,20 @@ class TransposeAllReduce:
         self.t_max_ms: float | None = cfg.t_max_ms
         self.gap_s = idle_gap_s(cfg.rate_mbps, cfg.mtu, cfg.time_scale)
         self.endpoint: Endpoint | None = None
+        self.links: ControlLinks | None = None
         self.engine: Engine | None = None
         #: "compiled" or "python": which data path the engine runs (kept after close)
         self.fastpath: str | None = None
         self._round = 0
         if world > 1:
             self.endpoint = Endpoint(rank, addrs, cfg)
-            self.engine = Engine(rank, world, self.endpoint, cfg, job_token)
+            if self.policy.control == "tcp":  # the paper's control channel, beside the UDP
+                try:
+                    self.links = ControlLinks(rank, addrs, cfg, job_token)
+                except BaseException:
+                    self.endpoint.close()
+                    raise
+            self.engine = Engine(rank, world, self.endpoint, cfg, job_token, self.links)
             self.fastpath = self.engine.fastpath
             self.engine.start()
 
@@ -182,7 +190,7 @@ class TransposeAllReduce:
         check_epsilon(epsilon)
         own = np.array(arr, dtype=np.float32, copy=True)
         policy = self._reliable if reliable else self.policy
-        if not policy.uses_epsilon:
+        if not policy.traits.uses_epsilon:
             epsilon = 0.0
         if self.engine is None:
             return self._alone(own, epsilon)
@@ -235,6 +243,9 @@ class TransposeAllReduce:
         if self.engine is not None:
             self.engine.shutdown()
             self.engine = None
+        if self.links is not None:
+            self.links.close()
+            self.links = None
         if self.endpoint is not None:
             self.endpoint.close()
             self.endpoint = None

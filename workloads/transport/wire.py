@@ -1,8 +1,11 @@
 """The datagram format: a fixed 40-byte little-endian header, then the payload.
 
 DATA carries float32 elements of one shard (packet-aligned offset, in elements); NACK carries
-(offset, count) uint32 pairs naming the missing element ranges of one shard. A payload never
-exceeds MTU - 28 (IPv4 + UDP) - 40 bytes, so with IP_PMTUDISC_DO nothing is fragmented.
+(offset, count) uint32 pairs naming the missing element ranges of one shard. PROBE (a sender
+has finished a pass of one stage: what is still missing?) and STOP (the receiver has ended
+that stage: send no more of it) are a bare header. A payload never exceeds MTU - 28 (IPv4 +
+UDP) - 40 bytes, so with IP_PMTUDISC_DO nothing is fragmented. The same datagrams, each
+behind a 2-byte length, are the frames of the TCP control channel (control.py).
 
 Every received datagram goes through `decode`, which returns a Header or the reason it was
 rejected; it never raises, whatever the bytes. The job token is a 64-bit per-job secret (drawn
@@ -27,7 +30,9 @@ IP_UDP_BYTES = 28
 
 DATA = 1
 NACK = 2
-KINDS = (DATA, NACK)
+PROBE = 3  # data sender -> receiver, over TCP only (--control tcp)
+STOP = 4  # data receiver -> sender, over UDP or TCP
+KINDS = (DATA, NACK, PROBE, STOP)
 
 SCATTER = 0
 GATHER = 1
@@ -126,7 +131,8 @@ def decode(
     Round window and offset+count against the shard's length are checked by the round, which
     knows the bucket size. The shard rule follows from Transpose AllReduce: a scatter DATA
     carries the receiver's shard, a gather DATA the sender's; a scatter NACK asks for the
-    requester's shard, a gather NACK for the receiver's.
+    requester's shard, a gather NACK for the receiver's. A PROBE follows DATA's rule (it
+    comes from the data's sender), a STOP NACK's (it comes from the data's receiver).
     """
     return decoder(job_token=job_token, world=world, me=me, mtu=mtu)(buf, nbytes)
 
@@ -152,7 +158,7 @@ def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., H
             return "magic"
         if version != VERSION:
             return "version"
-        if kind != DATA and kind != NACK:
+        if kind != DATA and kind != NACK and kind != PROBE and kind != STOP:
             return "kind"
         if stage != SCATTER and stage != GATHER:
             return "stage"
@@ -176,8 +182,17 @@ def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., H
             return make(Header, t)
         if flags:
             return "flags"
-        if shard != (src if stage == SCATTER else me):
+        if kind == PROBE:
+            if shard != (me if stage == SCATTER else src):
+                return "shard"
+        elif shard != (src if stage == SCATTER else me):
             return "shard"
+        if kind != NACK:
+            if count or nbytes != HEADER_BYTES:
+                return "length"
+            if offset or t[12]:
+                return "nack_fields"
+            return make(Header, t)
         if count == 0 or count > max_ranges:
             return "count"
         if nbytes != HEADER_BYTES + RANGE.size * count:
@@ -192,6 +207,16 @@ def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., H
 def nack_ranges(buf: bytes | bytearray | memoryview, count: int) -> list[tuple[int, int]]:
     """The (offset, count) pairs of a decoded NACK (decode already checked the length)."""
     return [RANGE.unpack_from(buf, HEADER_BYTES + RANGE.size * i) for i in range(count)]
+
+
+def control_datagram(
+    kind: int, stage: int, job_token: int, rnd: int, src: int, shard: int, eps_id: int,
+    payload: bytes = b"", count: int = 0,
+) -> bytes:  # fmt: skip
+    """A NACK, PROBE or STOP datagram (the data path packs DATA in place instead)."""
+    h = Header(MAGIC, VERSION, kind, stage, 0, job_token, rnd & 0xFFFFFFFF, src, shard, 0, count,
+               eps_id & 0xFFFFFFFF, 0)  # fmt: skip
+    return encode(h, payload)
 
 
 def nack_payload(ranges: list[tuple[int, int]]) -> bytes:

@@ -61,6 +61,9 @@ def row(**fields: Any) -> dict[str, Any]:
         "cap_hit": False,
         "bad_dgrams": 0,
         "loop_late_ms": float("nan"),
+        "bytes_skipped": 0,
+        "passes": 0,
+        "pass_ms": float("nan"),
     }
     base.update(fields)
     return base

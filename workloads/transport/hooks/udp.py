@@ -150,10 +150,14 @@ class UdpState(HookState):
             "train_phase": job.phase,
             "is_warmup": warm,
         }
+        skipped = {"scatter": int(s.skipped_scatter), "gather": int(s.skipped_gather)}
+        passes = {"scatter": int(s.passes_scatter), "gather": int(s.passes_gather)}
         rows = [
             row(
                 **common,
                 stage="total",
+                **_passes(sum(passes.values()), float(s.latency_ms)),
+                bytes_skipped=sum(skipped.values()),
                 t_start_s=float(s.t_start_s),
                 t_end_s=float(s.t_end_s),
                 latency_ms=float(s.latency_ms),
@@ -173,7 +177,8 @@ class UdpState(HookState):
         scatter_ms = getattr(s, "scatter_ms", None)
         gather_ms = getattr(s, "gather_ms", None)
         if scatter_ms is not None and gather_ms is not None:
-            # stage rows carry timing only; loss and packet counts live on the total row
+            # stage rows carry timing, skipped bytes and passes; loss and packet counts live on
+            # the total row
             t_mid = float(s.t_start_s) + float(scatter_ms) / 1e3
             for stage, a, b, ms in (
                 ("scatter", float(s.t_start_s), t_mid, scatter_ms),
@@ -188,6 +193,8 @@ class UdpState(HookState):
                         latency_ms=float(ms),
                         epsilon=float(s.epsilon),
                         cpu_wait_ms=0.0,
+                        bytes_skipped=skipped[stage],
+                        **_passes(passes[stage], float(ms)),
                     )
                 )
         return rows
@@ -216,6 +223,11 @@ class UdpState(HookState):
         self._queue.put(None)
         self._thread.join(timeout=_JOIN_TIMEOUT_S)
         self.tar.close()
+
+
+def _passes(n: int, ms: float) -> dict[str, Any]:
+    """The passes columns: how many, and the time per pass (NaN with none)."""
+    return {"passes": n, "pass_ms": ms / n if n else float("nan")}
 
 
 def udp_hook(state: UdpState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
