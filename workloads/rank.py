@@ -30,7 +30,9 @@ def phase_config(spec: WorkerSpec) -> PhaseConfig:
     """The controller's settings: the spec's where given (not None), its own defaults elsewhere."""
     tuned = ("eps_critical", "eps_stable", "checkpoint_every", "warmup_steps")
     given = {k: getattr(spec, k) for k in tuned if getattr(spec, k) is not None}
-    return PhaseConfig(**given, enabled=spec.phase == "on", pinned_epsilon=spec.epsilon)
+    if spec.phase == "paper":  # P_low / P_high mean something (and are recorded) only here
+        given |= {"p_low": spec.p_low, "p_gap": spec.p_gap}
+    return PhaseConfig(**given, mode=spec.phase, pinned_epsilon=spec.epsilon)
 
 
 def _boot_id() -> str | None:
