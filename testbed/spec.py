@@ -70,6 +70,11 @@ LATE_FIELDS = frozenset(
         "dilation",
         "t_max_p50",
         "fastpath",
+        "stop",
+        "fill",
+        "control",
+        "p_low",
+        "p_gap",
     }
 )
 #: The fields that describe the network (`testbed topo` takes these).

@@ -34,9 +34,12 @@ def phase_config(spec: WorkerSpec) -> PhaseConfig:
     given = {k: getattr(spec, k) for k in tuned if getattr(spec, k) is not None}
     traits = transport_traits(spec.transport)
     fixed = traits.uses_epsilon and not traits.phase_aware
-    return PhaseConfig(
-        **given, enabled=spec.phase == "on" and not fixed, pinned_epsilon=spec.epsilon
-    )
+    if (
+        spec.phase == "paper" and not fixed
+    ):  # P_low / P_high mean something (and are recorded) only here
+        given |= {"p_low": spec.p_low, "p_gap": spec.p_gap}
+    mode = "off" if fixed else spec.phase
+    return PhaseConfig(**given, mode=mode, pinned_epsilon=spec.epsilon)
 
 
 def _boot_id() -> str | None:

@@ -35,7 +35,7 @@ WORKER_WORKLOADS = ("train", "allreduce")
 #: Every registered completion policy (workloads/transport/completion.py), then tcp.
 Transport = Literal[transport_names()]  # type: ignore[valid-type]
 Model = Literal["cnn", "mnist1d", "resnet"]
-Phase = Literal["on", "off"]
+Phase = Literal["on", "off", "paper"]
 
 #: Gloo rendezvous port of rank 0 (torchrun's default too).
 MASTER_PORT = 29500
@@ -117,7 +117,19 @@ class _WorkerKnobs(BaseModel):
         "transport's default).", aliases=("--rate-mbps",),
         **tconfig.limits("rate_mbps"),
     )  # fmt: skip
-    phase: Phase = knob("on", TRANSPORT, "dblp: ε by training phase (on), or pinned (off).")
+    phase: Phase = knob(
+        "on", TRANSPORT, "dblp: ε by training phase (on), pinned (off), or the DBLP paper's "
+        "schedule (paper: P_low first; from each epoch start P_low + p_gap, or P_low if "
+        "Accordion's rule fired on the epoch before).",
+    )  # fmt: skip
+    p_low: float = knob(
+        0.008, TRANSPORT, "dblp --phase paper: P_low, ε at the start and after Accordion's rule "
+        "fires (default: the paper's).", **FRACTION,
+    )  # fmt: skip
+    p_gap: float = knob(
+        0.40, TRANSPORT, "dblp --phase paper: k, ε is P_high = p_low + p_gap in the other "
+        "epochs (default: the paper's).", **FRACTION,
+    )  # fmt: skip
     eps_critical: float | None = knob(
         None, TRANSPORT, "dblp: ε in critical phases (default: the phase controller's).",
         **FRACTION,
@@ -146,13 +158,26 @@ class _WorkerKnobs(BaseModel):
         fixed = traits.uses_epsilon and not traits.phase_aware
         if (
             self.workload == "train"
-            and self.phase == "on"
+            and self.phase != "off"
             and not fixed
             and self.epsilon is not None
         ):
             raise ValueError(
                 "epsilon: pins ε only with phase off (or in the allreduce workload); "
-                "with the phase controller on, set eps_critical / eps_stable"
+                "with phase on, set eps_critical / eps_stable; with phase paper, p_low / p_gap"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _paper_schedule_fits(self) -> Any:
+        if self.p_low + self.p_gap >= 1:
+            raise ValueError(
+                f"p_gap: P_high = p_low + p_gap must be < 1, got {self.p_low} + {self.p_gap}"
+            )
+        if self.phase == "paper" and self.workload == "allreduce":
+            raise ValueError(
+                "phase: paper switches ε at epoch starts and an allreduce has no epochs; "
+                "pin ε with --epsilon instead"
             )
         return self
 

@@ -50,7 +50,7 @@ from workloads.steps import (
     summary,
 )
 from workloads.transport.hooks import register_transport
-from workloads.transport.phase import PhaseController
+from workloads.transport.phase import Decision, PhaseController, rules_for
 
 MOMENTUM = 0.9
 
@@ -75,7 +75,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         addr=ident.addr,
         calibrate_elems=cap_elems,
     )
-    phase = PhaseController(pcfg, milestones, ident.rank)
+    phase = PhaseController(rules_for(pcfg, milestones, spe), ident.rank)
     opt = torch.optim.SGD(ddp.parameters(), lr=spec.lr, momentum=MOMENTUM)
     meta = base_meta(args, ident, state) | {
         "model": spec.model,
@@ -86,7 +86,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         "steps_per_epoch": spe,
         "steps_total": total,
         "lr_milestones": list(milestones),
-        "phase_config": asdict(pcfg),
+        "phase_config": pcfg.record(),
     }
     rec.write_meta(meta)
     lead = ident.rank == 0
@@ -101,6 +101,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
                     break
                 decision = phase.update(step)
                 state.set_context(step, decision.phase, decision.epsilon, decision.eps_id)
+                if lead and phase.switched:
+                    emit("eps_switch", **_switch(decision, spe))
                 lr = lr_at(spec.lr, step, milestones)
                 for g in opt.param_groups:
                     g["lr"] = lr
@@ -156,11 +158,26 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
             asdict(c.decision) | {"acc_norm": c.acc_norm, "control_ms": c.control_ms}
             for c in phase.history
         ]
+        # every ε switch with its step and epoch, for run.json's transport_params.phase
+        meta["phase_config"] = pcfg.record() | {
+            "switches": [_switch(c.decision, spe) for c in phase.history if c.switched]
+        }
         ctl = [c.control_ms for c in phase.history]
         meta["control_ms"] = summary(ctl)
         meta["steps_done"] = step
         meta["transport_params"] = state.meta()  # now with the run's suspect-datagram totals
         rec.write_meta(meta)
+
+
+def _switch(d: Decision, steps_per_epoch: int) -> dict[str, object]:
+    """One ε switch as the event stream and run.json show it."""
+    return {
+        "step": d.effective_step,
+        "epoch": d.effective_step // steps_per_epoch,
+        "epsilon": d.epsilon,
+        "train_phase": d.phase,
+        "reason": d.reason,
+    }
 
 
 def _evaluate(

@@ -93,6 +93,10 @@ BAD_RUNS = [
     (["--seed", "-1"], "seed", "greater than or equal"),
     (["--workers", "17"], "workers", "16 hosts"),
     (["--workload", "ping", "--probe-src", "h99"], "probe_src", "not a host"),
+    (["--p-low", "1"], "p_low", "less than 1"),
+    (["--p-gap", "-0.1"], "p_gap", "greater than or equal to 0"),
+    (["--p-low", "0.5", "--p-gap", "0.5"], "p_gap", "must be < 1"),
+    (["--phase", "paper", "--workload", "allreduce"], "phase", "no epochs"),
 ]
 
 

@@ -54,12 +54,12 @@ def test_epsilon_only_changes_at_checkpoints_and_eps_id_counts_changes():
 
 def test_phase_off_pins_epsilon_but_labels_phases():
     off = PhaseConfig(eps_critical=0.0, eps_stable=0.2, checkpoint_every=5, warmup_steps=10,
-                      enabled=False, pinned_epsilon=0.05)  # fmt: skip
+                      mode="off", pinned_epsilon=0.05)  # fmt: skip
     d = run(PhaseRules(off, lr_decay_steps=(20,)), {s: 1.0 for s in range(5, 40, 5)}, 40)
     assert {x.epsilon for x in d.values()} == {0.05}
     assert {x.eps_id for x in d.values()} == {0}
     assert d[0].phase == "critical" and d[20].phase == "critical" and d[15].phase == "stable"
-    assert PhaseConfig(enabled=False).off_epsilon == PhaseConfig().eps_stable
+    assert PhaseConfig(mode="off").off_epsilon == PhaseConfig().eps_stable
 
 
 def test_invalid_config_is_rejected():

@@ -49,6 +49,8 @@ def test_by_hand_without_a_spec_file():
         (["--bucket-cap-mb", "nan"], "--bucket-cap-mb"),
         (["--eps-stable", "1"], "--eps-stable"),
         (["--workload", "ping"], "--workload"),
+        (["--p-low", "1"], "--p-low"),
+        (["--phase", "paper", "--p-gap", "0.995"], "--p-gap"),
         (["--spec", "/nonexistent/spec.json"], "--spec"),
     ],
 )
