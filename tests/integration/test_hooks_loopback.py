@@ -61,7 +61,7 @@ def _transport_config(base_port: int):
 
 def _case_worker(rank: int, world: int, port: int, out: str) -> None:
     from workloads.transport.hooks import register_transport
-    from workloads.transport.phase import PhaseConfig, PhaseController
+    from workloads.transport.phase import PhaseConfig, PhaseController, PhaseRules
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -85,7 +85,7 @@ def _case_worker(rank: int, world: int, port: int, out: str) -> None:
             "rows": rows[:3],
         }
     # phase agreement: each rank's own gradients differ; rank 0's decision must win everywhere
-    pc = PhaseController(PhaseConfig(checkpoint_every=2, warmup_steps=2), (6,), rank)
+    pc = PhaseController(PhaseRules(PhaseConfig(checkpoint_every=2, warmup_steps=2), (6,)), rank)
     p = torch.nn.Parameter(torch.zeros(4))
     for step in range(12):
         pc.update(step)
