@@ -34,6 +34,7 @@ from workloads.spec import (
     knob,
     validate,
 )
+from workloads.transport import dilation as tdilation
 
 __all__ = [
     "MAX_NODES",
@@ -49,7 +50,8 @@ __all__ = [
 #: A built-in topology: a name of the topology registry.
 Topo = Literal[tuple(BUILDERS)]  # type: ignore[valid-type]
 #: A dilation factor, or auto (chosen by a calibration before the run).
-Dilation = Annotated[float, Field(ge=1, le=1000)] | Literal["auto"]
+Dilation = Annotated[float, Field(**tdilation.LIMITS)] | Literal["auto"]
+_D_RANGE = f"{tdilation.LIMITS['ge']}..{tdilation.LIMITS['le']:,}"  # 1..1,000, as --help says it
 #: auto, or a loss mechanism of the impairment registry.
 Impair = Literal[("auto", *LOSS_BACKENDS)]  # type: ignore[valid-type]
 
@@ -132,7 +134,7 @@ class RunSpec(WorkerSpec):
         "auto", NETWORK, "Time dilation D (DieCast): link rates / D, every duration and the "
         "compute x D, tables in emulated time. auto: the smallest D at which a short "
         "calibration is faithful on this machine, calibrated once per network shape and "
-        "cached (testbed doctor says where). Range: 1..1,000 or auto.",
+        f"cached (testbed doctor says where). Range: {_D_RANGE} or auto.",
     )  # fmt: skip
 
     burst: str = knob(

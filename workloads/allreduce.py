@@ -13,6 +13,7 @@ from workloads.rank import base_meta, phase_config, transport_config
 from workloads.recorder import RankRecorder, emit
 from workloads.rendezvous import Identity, last_round_over
 from workloads.steps import busy_ms, round_ms, step_loss
+from workloads.transport.dilation import TimeDilation
 from workloads.transport.hooks import TensorBucket, hook_for, make_state
 
 
@@ -31,7 +32,7 @@ def run_allreduce(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
     rec.write_meta(meta)
     lead = ident.rank == 0
     try:
-        interval_ms = spec.interval_ms * spec.dilation
+        interval_ms = TimeDilation(spec.dilation).played(spec.interval_ms)
         for r in range(spec.rounds):
             time.sleep(interval_ms / 1e3)
             buf.copy_(src)

@@ -14,6 +14,7 @@ import torch.distributed as dist
 
 from workloads.args import WorkerArgs
 from workloads.spec import MASTER_PORT
+from workloads.transport.dilation import TimeDilation
 
 #: Bound on every Gloo collective and on the rendezvous.
 GLOO_TIMEOUT_S = 120.0
@@ -77,7 +78,7 @@ def init_group(ident: Identity, dilation: float = 1.0) -> None:
         init_method=init,
         rank=ident.rank,
         world_size=ident.world,
-        timeout=timedelta(seconds=GLOO_TIMEOUT_S * dilation),
+        timeout=timedelta(seconds=TimeDilation(dilation).played(GLOO_TIMEOUT_S)),
     )
 
 

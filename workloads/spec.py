@@ -27,6 +27,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from workloads.transport import config as tconfig
+from workloads.transport import dilation as tdilation
 from workloads.transport.completion import transport_names, transport_traits
 
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
@@ -107,7 +108,7 @@ class _WorkerKnobs(BaseModel):
     dilation: float = knob(
         1.0, NETWORK, "Time dilation D (DieCast): the network runs D x slower; the worker "
         "divides its pacing by D and stretches its compute, interval, t_max and timeouts by D.",
-        ge=1, le=1000,
+        **tdilation.LIMITS,
     )  # fmt: skip
 
     transport: Transport = knob("dblp", TRANSPORT, "Gradient transport.")

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from workloads.transport.dilation import TimeDilation
+
 LR_DECAY = 0.1
 #: LR decays at these fractions of the run (rounded down to a phase checkpoint).
 LR_DECAY_AT = (0.5, 0.75)
@@ -18,7 +20,7 @@ def stretch_compute(step_ms: float, comm_ms: float, dilation: float) -> float:
     """Under time dilation D the network is D x slower, so the compute must be too, or the
     compute/communication ratio is not the emulated one: sleep (D - 1) x the step's compute
     (its time minus its communication). Returns the ms slept."""
-    extra_ms = (dilation - 1) * max(0.0, step_ms - comm_ms)
+    extra_ms = TimeDilation(dilation).stretch(max(0.0, step_ms - comm_ms))
     if extra_ms > 0:
         time.sleep(extra_ms / 1e3)
     return extra_ms

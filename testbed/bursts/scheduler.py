@@ -28,6 +28,7 @@ from testbed.bursts.impairments import LOSS_BACKENDS, Egress, Impairment, egress
 from testbed.bursts.impairments.applier import ShellApplier, make_realtime, realtime_prefix
 from testbed.bursts.schedule import Change, Event, timeline
 from topologies.model import Direction
+from workloads.transport.dilation import TimeDilation
 
 __all__ = ["BurstScheduler"]
 
@@ -44,7 +45,7 @@ class BurstScheduler:
         self.net, self.events, self.backend, self.run_id = net, list(events), backend, run_id
         self.changes: list[Change] = timeline(self.events)
         self.t0: float | None = None
-        self.time_scale = time_scale
+        self.dilation = TimeDilation(time_scale)
         self._shells: dict[str, ShellApplier] = {}
         self._mechs: dict[str, Impairment] = {}
         self._prepared: list[Impairment] = []
@@ -120,7 +121,7 @@ class BurstScheduler:
     def _at(self, t_s: float) -> float:
         """The monotonic time of schedule time `t_s` (seconds after t0, emulated)."""
         assert self.t0 is not None
-        return self.t0 + t_s * self.time_scale
+        return self.dilation.deadline(self.t0, t_s)
 
     def _sleep_until(self, deadline: float) -> bool:
         """False if stopped before the deadline."""
@@ -213,7 +214,7 @@ class BurstScheduler:
         if not self._active or self.t0 is None:
             return
         now = time.monotonic()
-        t_s = (now - self.t0) / self.time_scale  # in schedule (emulated) time
+        t_s = self.dilation.since(self.t0, now)  # in schedule (emulated) time
         cut = [
             Change(t_s, d, k, None, None, (), tuple(self._open_events(d, k)))
             for (d, k) in list(self._active)

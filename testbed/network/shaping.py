@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from testbed.base.kernel import run_batch
 from topologies import Topology
+from workloads.transport.dilation import TimeDilation
 
 # A quantum of one 1500-MTU frame: a single class needs no fairness, and it keeps HTB from
 # logging "quantum of class ... is big" on every fast link. Neither it nor HTB's burst must
@@ -39,12 +40,11 @@ def queue_limit(queue: int, mtu: int) -> int:
 
 def as_played(topo: Topology, mtu: int = QUEUE_MTU, dilation: float = 1.0) -> Topology:
     """The topology as the kernel plays it: link rates / dilation, queues in packets of `mtu`."""
-    if not dilation >= 1:
-        raise ValueError(f"dilation must be >= 1, got {dilation}")
+    dil = TimeDilation(dilation)
     if mtu == QUEUE_MTU and dilation == 1:
         return topo
     links = tuple(
-        dataclasses.replace(lk, mbps=lk.mbps / dilation, queue=queue_limit(lk.queue, mtu))
+        dataclasses.replace(lk, mbps=dil.played_rate(lk.mbps), queue=queue_limit(lk.queue, mtu))
         for lk in topo.links
     )
     return dataclasses.replace(topo, links=links)

@@ -6,7 +6,8 @@ squeezes follow the played links), and every duration is D times longer: the bur
 played at t0 + D t (`BurstScheduler(time_scale=)`), TCP's rto_min, the run's progress timeout and
 the probes' lengths; the worker applies D to its own (workloads/train.py: pacing rate / D, the
 compute stretched to D x, the allreduce interval, t_max, the idle detector's floor, the Gloo
-timeout). The spec always holds emulated values.
+timeout). The spec always holds emulated values. Every one of these conversions, and the
+mapping back below, goes through `workloads.transport.dilation.TimeDilation`.
 
 The tables hold emulated (undilated) times: `undilate` maps every timestamp t to
 t0 + (t - t0) / D, divides every duration by D and multiplies every rate by D, with one anchor
@@ -28,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import schema
+from workloads.transport.dilation import TimeDilation
 
 __all__ = [
     "CALIBRATION_DILATIONS",
@@ -61,19 +63,18 @@ def unit_of(column: str) -> str | None:
 def undilate(table: str, df: pd.DataFrame, dilation: float, t0: float) -> pd.DataFrame:
     """`df` (a table of the schema) with wall-clock times under `dilation` turned into emulated
     ones: t -> t0 + (t - t0) / D for timestamps, / D for durations, x D for rates. Pure."""
-    if not dilation >= 1:
-        raise ValueError(f"dilation must be >= 1, got {dilation}")
+    dil = TimeDilation(dilation)
     out = df.copy()
     if dilation == 1:
         return out
     for col in (c.name for c in schema.TABLES[table] if c.kind == "float"):
         unit = unit_of(col)
         if unit == "timestamp":
-            out[col] = t0 + (out[col] - t0) / dilation
+            out[col] = dil.emulated_clock(t0, out[col])
         elif unit == "duration":
-            out[col] = out[col] / dilation
+            out[col] = dil.emulated(out[col])
         elif unit == "rate":
-            out[col] = out[col] * dilation
+            out[col] = dil.emulated_rate(out[col])
     return out
 
 

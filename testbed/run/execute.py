@@ -18,6 +18,7 @@ from testbed.run.launch import Placement, WorkerGroup, worker_argv, write_worker
 from testbed.run.lifecycle import RunFailed
 from testbed.run.plan import Plan, plan
 from workloads.spec import WORKER_WORKLOADS
+from workloads.transport.dilation import TimeDilation
 
 REPO = Path(__file__).resolve().parents[2]
 PING_TIMEOUT_S = 2
@@ -46,8 +47,9 @@ def execute(
     d = p.dilation
     info.dilation, info.dilation_reason = d, p.dilation_reason
     emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})
+    dil = TimeDilation(d)
     with live_network(
-        p.topo, seed=spec.seed, tcp_rto_min_ms=spec.tcp_rto_min_ms * d, mtu=spec.mtu
+        p.topo, seed=spec.seed, tcp_rto_min_ms=dil.played(spec.tcp_rto_min_ms), mtu=spec.mtu
     ) as net:
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
         _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
@@ -108,8 +110,9 @@ def _check_idle_link(
     shows here as a calm link that cannot carry its configured rate (emulated Mbit/s)."""
     from testbed.network import netcheck
 
-    played = netcheck.iperf3(net, hosts[0], hosts[1], seconds=dilation)
-    info.idle_link_mbps = round(played * dilation, 2)
+    dil = TimeDilation(dilation)
+    mbps = netcheck.iperf3(net, hosts[0], hosts[1], seconds=dil.played(1.0))
+    info.idle_link_mbps = round(dil.emulated_rate(mbps), 2)
     if info.idle_link_mbps < IDLE_LINK_FRACTION * bw:
         info.warnings.append(
             f"link under-delivering when idle: {hosts[0]}->{hosts[1]} carried "
@@ -131,7 +134,7 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
     placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
     env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
     spec_file = write_worker_spec(spec, run_dir, p.dilation)
-    timeout_s = spec.timeout_s * p.dilation
+    timeout_s = TimeDilation(p.dilation).played(spec.timeout_s)
     procs = []
     for rank, host in enumerate(placement.hosts):
         argv = worker_argv(spec_file, placement, rank, run_dir, info.run_id)

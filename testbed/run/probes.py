@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from workloads.transport.dilation import TimeDilation
+
 __all__ = [
     "bin_iperf3",
     "bin_ping",
@@ -283,8 +285,9 @@ def run_probe(
     """
     if kind not in ("iperf3", "ping"):
         raise ValueError(f"probe kind {kind!r}: use iperf3 or ping")
-    duration_s, bin_s = duration_s * time_scale, bin_s * time_scale
-    ping_interval_s, mbps = ping_interval_s * time_scale, mbps / time_scale
+    dil = TimeDilation(time_scale)
+    duration_s, bin_s = dil.played(duration_s), dil.played(bin_s)
+    ping_interval_s, mbps = dil.played(ping_interval_s), dil.played_rate(mbps)
     ip = net.topo.host_ip(dst)
     if kind == "ping":
         return _run_ping(net, scheduler, src, ip, duration_s, bin_s, run_id, ping_interval_s)

@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
+from workloads.transport.dilation import TimeDilation
 from workloads.transport.traits import TCP_TRAITS, Traits
 
 IDLE_GAP_MIN_S = 0.002
@@ -66,7 +67,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
 def idle_gap_s(rate_mbps: float, mtu: int, time_scale: float = 1.0) -> float:
     """max(2 ms, 4 packet times at the rank's pacing rate), a packet being an L2 frame; under
     time dilation (`time_scale` D, the rate already / D) the 2 ms floor is D x 2 ms too."""
-    floor = IDLE_GAP_MIN_S * time_scale
+    floor = TimeDilation(time_scale).played(IDLE_GAP_MIN_S)
     return max(floor, IDLE_GAP_PACKETS * (mtu + 14) * 8 / (rate_mbps * 1e6))
 
 

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from workloads.transport import dilation as tdilation
+from workloads.transport.dilation import DURATION, RATE, TimeDilation
+
 MIB = 1 << 20
-#: How a knob's value moves under time dilation D (`time_scale`): a duration is played D x
-#: longer, a rate D x slower. Its range is about the emulated value, so its bounds move too.
-DURATION, RATE = "duration", "rate"
 _OPS = {"gt": (operator.gt, ">"), "ge": (operator.ge, ">="),
         "lt": (operator.lt, "<"), "le": (operator.le, "<=")}  # fmt: skip
 
@@ -35,7 +35,9 @@ def knob(
     """A TransportConfig field: its default, its range (`limits`), its `--help` text when the
     worker's spec should generate a flag of the same name for it, or `flag`, the spec field of
     another name that sets it (declared by the spec itself, e.g. a run knob the transport
-    reads); with neither, the worker never sets it. `dilate`: DURATION or RATE."""
+    reads); with neither, the worker never sets it. `dilate`: DURATION or RATE, how the value
+    moves under time dilation D (workloads/transport/dilation.py); its range is about the
+    emulated value, so its bounds move too."""
     return field(
         default=default, metadata={"help": help, "flag": flag, "dilate": dilate, "limits": limits}
     )
@@ -59,8 +61,8 @@ class TransportConfig:
     """One job's transport parameters; every rank must use the same values.
 
     Rates and durations are as played: the caller gives them already scaled by the run's time
-    dilation D (`played` does it), and `time_scale` = D scales the transport's own fixed time
-    constants (the idle detector's floor).
+    dilation D (`played` does it), and `time_scale` = D (`dilation`) scales the transport's own
+    fixed time constants (the idle detector's floor).
     """
 
     #: each rank's total pacing rate in Mbit/s (L2 bytes on the wire); each sender->receiver
@@ -101,7 +103,7 @@ class TransportConfig:
     #: seeded loss injected at the receiving socket, for tests and the loopback benchmark only
     drop: float = knob(0.0, "Injected receive-side loss (loopback experiments).", ge=0, lt=1)
     seed: int = knob(0, flag="seed")
-    time_scale: float = knob(1.0, ge=1)  # the run's time dilation D (testbed/dilation.py)
+    time_scale: float = knob(1.0, **tdilation.LIMITS)  # the run's time dilation D
     #: the compiled data path takes received DATA and stages first transmissions
     fastpath: bool = knob(
         True, "UDP transports: the compiled data path (workloads/transport/fastpath.c) when it "
@@ -118,8 +120,9 @@ class TransportConfig:
                 raise ValueError(f"{k.name} must be {named}, got {value!r}")
             if value is None or not k.limits:
                 continue
-            scale = {DURATION: self.time_scale, RATE: 1 / self.time_scale}.get(k.dilate, 1.0)
-            bounds = {op: bound * scale for op, bound in k.limits.items()}
+            bounds = dict(k.limits)
+            if k.dilate:  # played: D's own check came first
+                bounds = {op: self.dilation.played_as(k.dilate, b) for op, b in bounds.items()}
             if not all(_OPS[op][0](value, bound) for op, bound in bounds.items()):
                 rule = " and ".join(f"{_OPS[op][1]} {bound:g}" for op, bound in bounds.items())
                 raise ValueError(f"{k.name} must be {rule}, got {value}")
@@ -128,17 +131,19 @@ class TransportConfig:
     def played(cls, given: Mapping[str, Any], time_scale: float = 1.0) -> TransportConfig:
         """The config of knobs given by name in emulated time (None: the knob's default),
         played under time dilation D = `time_scale`: durations x D, rates / D."""
+        dil = TimeDilation(time_scale)
         out: dict[str, Any] = {}
         for k in knobs():
             if k.name not in given:
                 continue
             value = k.default if given[k.name] is None else given[k.name]
-            if value is not None and k.dilate == DURATION:
-                value = value * time_scale
-            elif value is not None and k.dilate == RATE:
-                value = value / time_scale
-            out[k.name] = value
+            out[k.name] = None if value is None else dil.played_as(k.dilate, value)
         return cls(**out, time_scale=time_scale)
+
+    @property
+    def dilation(self) -> TimeDilation:
+        """The run's time dilation D (`time_scale`, under that name in run.json)."""
+        return TimeDilation(self.time_scale)
 
     def last_port(self, world: int) -> int:
         """Highest UDP port a job of `world` ranks binds (base + rank*k + i)."""
