@@ -39,7 +39,7 @@ def run_warnings(runs: Runs) -> list[str]:
     def of(mask: pd.Series) -> tuple[int, list[str]]:
         return int(mask.sum()), list(r.loc[mask, "run_id"])
 
-    for status in ("failed", "interrupted", "running"):
+    for status in ("failed", "interrupted", "running", "partial"):
         k, ids = of(r["status"] == status)
         if k:
             why = r.loc[r["status"] == status, "reason"].tolist()

@@ -67,19 +67,27 @@ def point_last(out_root: Path, run_dir: Path) -> None:
     tmp.replace(link)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a JSON-lines file; a torn last line (a killed writer) is skipped."""
-    rows = []
+def read_jsonl(path: Path, bad: list[int] | None = None) -> list[dict]:
+    """Rows of a JSON-lines file; a line that is not a row (a JSON object) is skipped: a torn
+    last line is what a killed writer leaves, so only the others are put in `bad` (numbers
+    from 1), for a caller that must say the rows are not whole."""
+    rows: list[dict] = []
     if not path.exists():
         return rows
-    for line in path.read_text().splitlines():
+    lines = path.read_text(errors="replace").splitlines()  # bad bytes: a bad line
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
         line = line.strip()
         if not line:
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
-            continue
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif bad is not None and i != last:
+            bad.append(i + 1)
     return rows
 
 
