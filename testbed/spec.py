@@ -303,8 +303,10 @@ def check_types(data: dict[str, Any]) -> None:
     except ValidationError as e:
         for err in e.errors():
             if err["loc"]:
-                why = f"{err['msg']}, got {err['input']!r} (a config value is taken as written)"
-                raise SpecError(str(err["loc"][0]), why) from e
+                got = repr(err["input"])
+                got = got if len(got) <= 60 else got[:57] + "..."
+                note = " (a config value is taken as written)" if "type" in err["type"] else ""
+                raise SpecError(str(err["loc"][0]), f"{err['msg']}, got {got}{note}") from e
 
 
 def build_spec(config: Path | None = None, **flags: Any) -> RunSpec:
