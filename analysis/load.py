@@ -41,6 +41,9 @@ RUN_COLUMNS = (
 #: Spec fields that may differ between the repeats of one experiment.
 PER_REPEAT_FIELDS = frozenset({"seed", "repeat", "out", "run_id"})
 
+#: Why an ok run was left out of the aggregates (`Runs.left_out`).
+UNFAITHFUL_REASON = "unfaithful: the emulator's CPU distorted its timing (--include-unfaithful)"
+
 #: A spec field and its default: a run whose field differs gets a label suffix.
 DEFAULT_TCP_RTO_MIN_MS = 200.0
 
@@ -125,6 +128,9 @@ class Runs:
     evals: pd.DataFrame
     bursts: pd.DataFrame
     probes: pd.DataFrame
+    #: Aggregate unfaithful ok runs too; False (`testbed report`'s default) leaves them out:
+    #: their latencies measure the emulator's CPU as well as the network.
+    include_unfaithful: bool = True
 
     def table(self, name: str) -> pd.DataFrame:
         return getattr(self, name)
@@ -134,6 +140,7 @@ class Runs:
         keep = set(run_ids)
         return Runs(
             runs=self.runs[self.runs["run_id"].isin(keep)].reset_index(drop=True),
+            include_unfaithful=self.include_unfaithful,
             **{
                 name: df[df["run_id"].isin(keep)].reset_index(drop=True)
                 for name in TABLE_FILES
@@ -141,16 +148,27 @@ class Runs:
             },
         )
 
+    def _kept(self) -> pd.Series:
+        ok = self.runs["status"] == "ok"
+        return ok if self.include_unfaithful else ok & ~self.runs["unfaithful"].astype(bool)
+
     def aggregated(self) -> Runs:
-        """The runs a report may aggregate: status ok. A failed, interrupted or still-running
-        run holds a partial measurement (a shorter training, an earlier accuracy), so it is
-        listed apart, never averaged with complete ones."""
-        return self.only(self.runs.loc[self.runs["status"] == "ok", "run_id"])
+        """The runs a report may aggregate: status ok (and faithful unless
+        `include_unfaithful`). A failed, interrupted or still-running run holds a partial
+        measurement (a shorter training, an earlier accuracy), so it is listed apart, never
+        averaged with complete ones."""
+        return self.only(self.runs.loc[self._kept(), "run_id"])
 
     def left_out(self) -> pd.DataFrame:
-        """The runs `aggregated` leaves out: run_id, group, repeat, status, reason."""
+        """The runs `aggregated` leaves out: run_id, group, repeat, status, reason; an ok run
+        left out for its fidelity has status `unfaithful`."""
         cols = ["run_id", "workload", "label", "preset", "repeat", "status", "reason"]
-        return self.runs.loc[self.runs["status"] != "ok", cols].reset_index(drop=True)
+        left = self.runs.loc[~self._kept(), cols].reset_index(drop=True)
+        ok = left["status"] == "ok"
+        return left.assign(
+            status=left["status"].mask(ok, "unfaithful"),
+            reason=left["reason"].mask(ok, UNFAITHFUL_REASON),
+        )
 
 
 def _tag(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +177,7 @@ def _tag(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return df.merge(runs[extra], on="run_id", how="left")
 
 
-def load_runs(run_dirs: Iterable[Path]) -> Runs:
+def load_runs(run_dirs: Iterable[Path], include_unfaithful: bool = True) -> Runs:
     """Read run.json and every table of each folder; rows keyed by run.json's run_id.
 
     Table rows are re-keyed to run.json's run_id, so a folder that was renamed or whose
@@ -185,7 +203,7 @@ def load_runs(run_dirs: Iterable[Path]) -> Runs:
     for name, parts in tables.items():
         df = pd.concat(parts, ignore_index=True) if parts else empty(name)
         frames[name] = _tag(df, runs)
-    return Runs(runs=runs, **frames)
+    return Runs(runs=runs, include_unfaithful=include_unfaithful, **frames)
 
 
 def load_run(run_dir: Path) -> Runs:

@@ -242,7 +242,8 @@ class RunInfo(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
-    status: Literal["running", "ok", "failed", "interrupted"]
+    #: partial: an ingested job whose rank files lost lines mid-file (rows missing inside)
+    status: Literal["running", "ok", "failed", "interrupted", "partial"]
     reason: str = ""
     workload: str = "train"
     transport: str = ""

@@ -20,14 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from testbed.base.smallfile import RefusedFile, read_small
 from testbed.bursts.impairments import LOSS_BACKENDS
 from topologies import BUILDERS
 from workloads.spec import (
     BURSTS,
     NETWORK,
     OUTPUT,
+    WORKER_WORKLOADS,
     WORKLOAD,
     SpecError,
     WorkerSpec,
@@ -35,6 +37,8 @@ from workloads.spec import (
     validate,
 )
 from workloads.transport import dilation as tdilation
+from workloads.transport.completion import TCP
+from workloads.transport.config import TransportConfig
 
 __all__ = [
     "MAX_NODES",
@@ -107,8 +111,13 @@ _NODE_COUNT: dict[str, Callable[..., int]] = {
     "star": lambda n: n + 1,
 }
 
-#: A safe folder name: no path separators, no leading dot.
+#: A safe folder name: no path separators, no leading dot (`.last.<pid>` and the like are the
+#: results root's own).
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+#: Run ids the results root keeps for itself: `last` is the symlink to the newest run.
+RESERVED_RUN_IDS = frozenset({"last"})
+#: Largest `--config` read: a run's knobs fit in a few KiB.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class RunSpec(WorkerSpec):
@@ -164,6 +173,9 @@ class RunSpec(WorkerSpec):
     def _consistent(self) -> RunSpec:
         if self.topo == "fattree" and self.k % 2:
             raise ValueError("k: must be even for a fat-tree")
+        if self.run_id in RESERVED_RUN_IDS:
+            raise ValueError(f"run_id: `{self.run_id}` is reserved (results/last: the newest run)")
+        self._ports_fit()
         if self.topo_file is not None and not self.topo_file.is_file():
             raise ValueError(f"topo_file: {self.topo_file} is not a file")
         if self.topo_file is None and (size := self.planned_nodes()) > MAX_NODES:
@@ -173,6 +185,18 @@ class RunSpec(WorkerSpec):
                 f"(MAX_NODES: what one machine emulates)"
             )
         return self
+
+    def _ports_fit(self) -> None:
+        """The UDP transport binds base + rank*k + i for every rank: the last must be a port,
+        or the run would fail only after the network is up."""
+        if self.workload not in WORKER_WORKLOADS or self.transport == TCP:
+            return
+        cfg = TransportConfig(base_port=self.base_port)
+        if (last := cfg.last_port(self.workers)) > 65535:
+            raise ValueError(
+                f"base_port: {self.workers} workers x {cfg.ports_per_peer} ports from "
+                f"{self.base_port} end at port {last}, above 65535; lower --base-port"
+            )
 
     def planned_nodes(self) -> int:
         """Hosts + routers of the built-in topology, counted without building it."""
@@ -241,14 +265,17 @@ def hash_of(data: dict[str, Any]) -> str:
 
 
 def read_config(config: Path) -> dict[str, Any]:
-    """The `[run]` table of a TOML config (or its top level); SpecError names `config`."""
+    """The `[run]` table of a TOML config (or its top level); SpecError names `config`. Only a
+    regular file of at most MAX_CONFIG_BYTES is read (not a device, a FIFO, a huge file)."""
     path = Path(config)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small(path, MAX_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError as e:
         raise SpecError("config", f"{path} does not exist") from e
     except IsADirectoryError as e:
         raise SpecError("config", f"{path} is a directory, not a TOML file") from e
+    except RefusedFile as e:
+        raise SpecError("config", f"{e}; give a TOML file under 1 MiB") from e
     except UnicodeDecodeError as e:
         raise SpecError("config", f"{path} is not UTF-8 text (a TOML file?)") from e
     except OSError as e:
@@ -263,8 +290,30 @@ def read_config(config: Path) -> dict[str, Any]:
     return run
 
 
+def check_types(data: dict[str, Any]) -> None:
+    """A config file's values as written, type-checked strictly (pydantic's strict mode, as
+    JSON: `rescale = "yes"` or `workers = 4.0` is an error, not true or 4); CLI flags are
+    text and are still parsed. Only the fields' own checks count here: the rules between
+    fields are checked once the flags are merged in. SpecError names the field."""
+    for name, value in data.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as e:
+            raise SpecError(name, f"{value!r} is a TOML {type(value).__name__}") from e
+    try:
+        RunSpec.model_validate_json(json.dumps(data), strict=True)
+    except ValidationError as e:
+        for err in e.errors():
+            if err["loc"]:
+                got = repr(err["input"])
+                got = got if len(got) <= 60 else got[:57] + "..."
+                note = " (a config value is taken as written)" if "type" in err["type"] else ""
+                raise SpecError(str(err["loc"][0]), f"{err['msg']}, got {got}{note}") from e
+
+
 def build_spec(config: Path | None = None, **flags: Any) -> RunSpec:
     """Merge a TOML config with CLI flags (flags given as not-None win); raise SpecError."""
+    given = {k: v for k, v in flags.items() if v is not None}
     data = read_config(config) if config is not None else {}
-    data.update({k: v for k, v in flags.items() if v is not None})
-    return validate(RunSpec, data)
+    check_types({k: v for k, v in data.items() if k not in given})
+    return validate(RunSpec, data | given)

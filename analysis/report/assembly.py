@@ -60,11 +60,15 @@ class Report:
 
 
 def write_report(
-    run_dirs: Sequence[Path], out_dir: Path, target_acc: float | None = None
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    target_acc: float | None = None,
+    include_unfaithful: bool = True,
 ) -> Report:
-    """Load the runs, build tables and figures, write out_dir/report.md and tables/*.csv."""
+    """Load the runs, build tables and figures, write out_dir/report.md and tables/*.csv;
+    `include_unfaithful` False leaves unfaithful runs out of every aggregate (listed apart)."""
     out_dir = Path(out_dir)
-    runs = load_runs(run_dirs)
+    runs = load_runs(run_dirs, include_unfaithful)
     tables = build_tables(runs, target_acc)
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
@@ -73,9 +77,10 @@ def write_report(
     warnings = run_warnings(runs)
     title, head = headline(tables)
 
-    n, n_ok = len(runs.runs), int((runs.runs["status"] == "ok").sum())
+    n, n_ok = len(runs.runs), len(runs.aggregated().runs)
+    kept = "status ok" if include_unfaithful else "status ok and faithful"
     counts = ", ".join(f"{k} {w}" for w, k in runs.runs["workload"].value_counts().items())
-    lines = [f"# Report: {n} run(s)", "", f"{counts}; {n_ok} of {n} aggregated (status ok).", ""]
+    lines = [f"# Report: {n} run(s)", "", f"{counts}; {n_ok} of {n} aggregated ({kept}).", ""]
     if warnings:
         lines += ["> **Validity — read before the numbers**", ">"]
         lines += [f"> - {w}" for w in warnings]
@@ -90,7 +95,7 @@ def write_report(
         ]
     if n_ok == 0:
         lines += [
-            "_No run finished with status ok, so nothing is aggregated: each run's partial "
+            f"_No run finished with {kept}, so nothing is aggregated: each run's partial "
             "measurements are under [Runs not aggregated](#runs-not-aggregated)._",
             "",
         ]

@@ -161,9 +161,15 @@ def left_out_section(runs: Runs, per_run: pd.DataFrame) -> list[str]:
     return [
         "## Runs not aggregated",
         "",
-        "These runs did not finish: what they measured before they stopped is below and in "
-        "`tables/runs.csv` (one row per run, with its status), and in no mean, CI, comparison "
-        "or figure.",
+        "These runs are in no mean, CI, comparison or figure: what they measured (before they "
+        "stopped, for a run that did not finish) is below and in `tables/runs.csv` (one row "
+        "per run, with its status)."
+        + (
+            " Status `unfaithful`: the run finished, but the emulator could not keep up, so "
+            "`testbed report` leaves it out unless given `--include-unfaithful`."
+            if (left["status"] == "unfaithful").any()
+            else ""
+        ),
         "",
         markdown(view(left, LEFT_OUT_VIEW)),
     ]

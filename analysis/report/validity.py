@@ -39,7 +39,7 @@ def run_warnings(runs: Runs) -> list[str]:
     def of(mask: pd.Series) -> tuple[int, list[str]]:
         return int(mask.sum()), list(r.loc[mask, "run_id"])
 
-    for status in ("failed", "interrupted", "running"):
+    for status in ("failed", "interrupted", "running", "partial"):
         k, ids = of(r["status"] == status)
         if k:
             why = r.loc[r["status"] == status, "reason"].tolist()
@@ -57,6 +57,11 @@ def run_warnings(runs: Runs) -> list[str]:
             "transport loop woke late, or calm rounds could not keep the pacing rate), so their "
             "latencies measure the CPU as well as the network"
             + ("" if k == n else f" ({_names(ids)})")
+            + (
+                ""
+                if runs.include_unfaithful
+                else "; left out of every aggregate (--include-unfaithful puts them back)"
+            )
         )
     k, ids = of(r["oversubscribed"].astype(bool))
     if k:
@@ -122,7 +127,9 @@ def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
         "CPU wait per round is shown but is not the verdict); **rejected datagrams** are "
         "those the transport refused (wrong job token, a "
         "source that is not the rank the header names, non-finite values): someone else was "
-        "sending into the job. Only runs with status ok are aggregated.",
+        "sending into the job. Only runs with status ok"
+        + ("" if runs.include_unfaithful else " and faithful")
+        + " are aggregated.",
         "",
         markdown(view(tables["validity"], VALIDITY_VIEW)),
         "CSV: [tables/validity.csv](tables/validity.csv)",

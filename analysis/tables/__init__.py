@@ -110,13 +110,17 @@ __all__ = [
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
     """Every report table, by name; target_acc None picks `default_target`.
 
-    Group tables aggregate the ok runs only; `runs` (per-run measurements) and `validity`
-    list every run, with its status."""
-    if target_acc is None:
-        target_acc = default_target(run_metrics(runs))
-    all_metrics = run_metrics(runs, target_acc)
-    metrics = all_metrics[all_metrics["status"] == "ok"]
+    Group tables aggregate the ok runs only (`Runs.aggregated`); `runs` (per-run
+    measurements) and `validity` list every run, with its status."""
     ok, left = runs.aggregated(), runs.left_out()
+
+    def kept(m: pd.DataFrame) -> pd.DataFrame:
+        return m[m["run_id"].isin(ok.runs["run_id"])]
+
+    if target_acc is None:
+        target_acc = default_target(kept(run_metrics(runs)))
+    all_metrics = run_metrics(runs, target_acc)
+    metrics = kept(all_metrics)
     comp = comparisons(metrics, left_out=left)
     rl = round_level(ok)
     events = event_table(rl, ok.bursts)

@@ -59,7 +59,7 @@ def validity_flags(runs_df: pd.DataFrame, left_out: pd.DataFrame | None = None) 
         k = int((runs_df["rejected"] > 0).sum())
         if k:
             out.append(f"rejected datagrams {k}/{n}")
-    for status in ("failed", "interrupted", "running"):
+    for status in ("failed", "interrupted", "running", "partial"):
         k = int((runs_df["status"] == status).sum())
         if k:
             out.append(f"{status} {k}/{n}")

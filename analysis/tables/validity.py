@@ -15,7 +15,8 @@ def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
     share, warnings."""
     cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "unfaithful"]
     v = runs.runs[[*cols, "dilation", "oversubscribed", "rejected", "warnings"]].copy()
-    v.insert(v.columns.get_loc("status") + 1, "aggregated", v["status"] == "ok")
+    aggregated = v["run_id"].isin(runs.aggregated().runs["run_id"])
+    v.insert(v.columns.get_loc("status") + 1, "aggregated", aggregated)
     v.insert(
         v.columns.get_loc("rejected") + 1,
         "rejections",

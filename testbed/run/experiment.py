@@ -59,7 +59,8 @@ def run_experiment(
     on_event: Callable[[dict], None] | None = None,
 ) -> RunOutcome:
     """Run one planned experiment (`plan(spec)` has raised any SpecError before the machine was
-    touched); never raises for run-time failures (they land in run.json)."""
+    touched); never raises for run-time failures (they land in run.json). SpecError (out or
+    run_id) when the run folder cannot be made, before anything is built."""
     with _Signals() as sig:  # from before the run dir exists to after its final run.json
         return _run_signalled(p, sig, out_root, run_id, on_event)
 
@@ -74,8 +75,7 @@ def _run_signalled(
     spec = p.spec
     out_root = Path(out_root or spec.out)
     run_id = run_id or spec.run_id or results.new_run_id(spec.spec_hash())
-    out_root.mkdir(parents=True, exist_ok=True)
-    run_dir = results.create_run_dir(out_root, run_id)
+    run_dir = results.create_run_dir(out_root, run_id)  # SpecError: nothing built yet
     commit, dirty = _git()
     info = schema.RunInfo(
         run_id=run_id,
@@ -99,7 +99,10 @@ def _run_signalled(
     if spec.workers > (os.cpu_count() or 1) and spec.workload in WORKER_WORKLOADS:
         info.oversubscribed = True
         info.warnings.append(f"oversubscribed: {spec.workers} workers on {os.cpu_count()} cores")
-    results.point_last(out_root, run_dir)
+    try:
+        results.point_last(out_root, run_dir)
+    except OSError as e:  # a `last` that is not ours (a folder) must not stop the run
+        info.warnings.append(f"{out_root}/last not updated: {e.strerror}")
     schema.write_run_info(run_dir, info)
     emit = on_event or (lambda _e: None)
     started = time.monotonic()

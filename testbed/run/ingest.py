@@ -3,10 +3,11 @@
 Under torchrun every rank writes `<--out>/rank<R>/` (JSON-lines rows and meta.json) on its own
 machine. Ingest takes those folders, copied from any number of machines (a DIR is a rank
 folder or a folder holding some), checks that they are one job (one world size, every rank
-0..N-1 exactly once, one spec, one master, started together, no rows of an earlier run
-appended), and writes a run folder as `testbed run` does: the ranks' rows merged into Parquet
-by the same code, and run.json with the spec, versions and hosts the ranks recorded. Then
-`testbed report RUN_DIR` reads it like any run.
+0..N-1 exactly once, one spec, one master, started within `--start-spread` seconds, no rows of
+an earlier run appended, no symlinks, every meta.json well-typed), and writes a run folder as
+`testbed run` does: the ranks' rows merged into Parquet by the same code, and run.json with the
+spec, versions and hosts the ranks recorded. Then `testbed report RUN_DIR` reads it like any
+run. A line mid-file that is not a row makes the run `partial`, not ok.
 
 A separate verb rather than `testbed report` reading rank folders: a report reads finished
 run folders, one or a sweep of them, alongside each other; ingesting writes one once (merging,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -31,20 +33,17 @@ from typing import Any
 from analysis import schema
 from analysis.load import label_of
 from testbed.run import results
+from testbed.run.rank_meta import IngestError, check_plain_files, read_meta
 from testbed.run.summary import merge  # the testbed's own merge, verdict and summary
 
-#: Ranks start together after the rendezvous (bounded by the worker's Gloo timeout, 120 s):
-#: ranks whose starts are further apart than this were not one job.
-START_SPREAD_S = 120.0
-#: What a rank's meta.json must hold (workers before ingest existed wrote no spec or host).
-META_KEYS = ("rank", "world", "master", "spec", "host", "started", "versions")
+__all__ = ["START_SPREAD_S", "IngestError", "RankDir", "find_rank_dirs", "ingest_job"]
+
+#: A job's ranks are launched together (torchrun on each machine at once): ranks whose starts
+#: are further apart than this, s, are taken for two jobs of one spec (`--start-spread`).
+START_SPREAD_S = 10.0
 #: Time columns of the rank tables, put on rank 0's clock.
 TIME_COLUMNS = {"rounds": ("t_start_s", "t_end_s"), "steps": ("t_start_s",), "evals": ("t_s",)}
 RANK_DIR = re.compile(r"rank(\d+)")
-
-
-class IngestError(ValueError):
-    """The folders are not one complete torchrun job; the message names what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -68,35 +67,24 @@ class RankDir:
         )
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise IngestError(f"{path}/meta.json: cannot read: {e}") from e
-    missing = [k for k in META_KEYS if k not in meta]
-    if missing:
-        raise IngestError(
-            f"{path}/meta.json has no {', '.join(missing)}: written by a worker older than "
-            f"`testbed ingest`; run the job again with this checkout"
-        )
-    return meta
-
-
 def find_rank_dirs(inputs: list[Path]) -> list[RankDir]:
     """The rank folders under the inputs: each input is a rank folder (`rank<R>/meta.json`)
-    or a folder holding some."""
+    or a folder holding some. Nothing in them is followed through a symlink."""
     found = []
     for p in inputs:
         if not p.is_dir():
             raise IngestError(f"{p}: not a folder")
-        dirs = [p] if (p / "meta.json").exists() else sorted(
-            d for d in p.iterdir() if d.is_dir() and RANK_DIR.fullmatch(d.name)
-            and (d / "meta.json").exists()
+        dirs = [p] if os.path.lexists(p / "meta.json") else sorted(
+            d for d in p.iterdir() if RANK_DIR.fullmatch(d.name)
+            and (d.is_symlink() or d.is_dir() and os.path.lexists(d / "meta.json"))
         )  # fmt: skip
         if not dirs:
             raise IngestError(f"{p}: no rank folders (rank<R>/meta.json) in it")
         for d in dirs:
-            meta = _read_meta(d)
+            if d.is_symlink():
+                raise IngestError(f"{d}: a symlink; ingest follows none (copy the folder itself)")
+            check_plain_files(d)
+            meta = read_meta(d)
             m = RANK_DIR.fullmatch(d.name)
             if m and int(m.group(1)) != meta["rank"]:
                 raise IngestError(
@@ -111,7 +99,7 @@ def _spec_diff(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(f"{k} ({a.get(k)!r} vs {b.get(k)!r})" for k in keys)
 
 
-def check_job(ranks: list[RankDir]) -> None:
+def check_job(ranks: list[RankDir], start_spread_s: float = START_SPREAD_S) -> None:
     """Raise IngestError naming every way these folders are not one job's ranks."""
     problems = []
     worlds = sorted({r.meta["world"] for r in ranks})
@@ -146,19 +134,29 @@ def check_job(ranks: list[RankDir]) -> None:
                 f"{ref.meta['master']}: not one rendezvous"
             )
     starts = [r.meta["started"]["realtime_s"] for r in ranks]
-    if max(starts) - min(starts) > START_SPREAD_S:
+    if max(starts) - min(starts) > start_spread_s:
         first = min(ranks, key=lambda r: r.meta["started"]["realtime_s"])
         last = max(ranks, key=lambda r: r.meta["started"]["realtime_s"])
         problems.append(
             f"rank {last.rank} ({last.path}) started {max(starts) - min(starts):.0f} s after "
-            f"rank {first.rank} ({first.path}): ranks of one job start together"
+            f"rank {first.rank} ({first.path}): ranks of one job start within "
+            f"{start_spread_s:g} s (--start-spread)"
         )
     if problems:
         raise IngestError("not one torchrun job:\n  - " + "\n  - ".join(problems))
 
 
-def _rows(rank: RankDir, table: str) -> list[dict[str, Any]]:
-    rows = results.read_jsonl(rank.path / f"{table}.jsonl")
+def _rows(rank: RankDir, table: str, torn: list[str]) -> list[dict[str, Any]]:
+    """The table's rows of one rank; a line that is not a row, but for a torn last line (a
+    killed writer), is named in `torn`."""
+    path = rank.path / f"{table}.jsonl"
+    bad: list[int] = []
+    rows = results.read_jsonl(path, bad)
+    torn += [f"{path}:{n}" for n in bad]
+    need = (*TIME_COLUMNS[table], *(("step",) if table in ("steps", "evals") else ()))
+    for row in rows:
+        if not all(isinstance(row.get(c), int | float) for c in need):
+            raise IngestError(f"{path}: a row without a number in {', '.join(need)}: {row}")
     key = "step" if table in ("steps", "evals") else None
     if key is not None:
         steps = [row[key] for row in rows]
@@ -176,37 +174,49 @@ def _expected_steps(rank: RankDir) -> int:
                                                 else 0))  # fmt: skip
 
 
-def copy_ranks(ranks: list[RankDir], run_dir: Path, run_id: str) -> list[dict[str, Any]]:
+def copy_ranks(
+    ranks: list[RankDir], run_dir: Path, run_id: str
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Each rank's folder into run_dir/rank<R>/, its rows re-keyed to run_id and its times put
-    on rank 0's clock; returns every rank's steps rows as written."""
-    steps = []
+    on rank 0's clock; returns every rank's steps rows as written, and the lines mid-file that
+    were not rows (file:line)."""
+    steps: list[dict[str, Any]] = []
+    torn: list[str] = []
     for r in ranks:
         dest = run_dir / f"rank{r.rank}"
-        shutil.copytree(r.path, dest)
+        shutil.copytree(r.path, dest, symlinks=True)  # none: find_rank_dirs refused them
         offset = r.offset_s(ranks[0])
         for table, cols in TIME_COLUMNS.items():
             if not (r.path / f"{table}.jsonl").exists():
                 continue
             rows = [
                 {**row, "run_id": run_id} | {c: row[c] + offset for c in cols}
-                for row in _rows(r, table)
+                for row in _rows(r, table, torn)
             ]
             (dest / f"{table}.jsonl").write_text(
                 "".join(json.dumps(row, allow_nan=True) + "\n" for row in rows)
             )
             if table == "steps":
                 steps += rows
-    return steps
+    return steps, torn
 
 
-def outcome(ranks: list[RankDir], steps: list[dict[str, Any]]) -> tuple[str, str]:
-    """(status, reason): ok when every rank recorded every step of its run."""
+def outcome(
+    ranks: list[RankDir], steps: list[dict[str, Any]], torn: list[str] = ()
+) -> tuple[str, str]:
+    """(status, reason): ok when every rank recorded every step of its run and every line
+    mid-file was a row; partial when a line mid-file was not (rows are missing in the middle:
+    the tables are not the whole run); failed when a rank stopped short."""
     short = []
     for r in ranks:
         n, want = sum(s["rank"] == r.rank for s in steps), _expected_steps(r)
         if n < want:
             short.append(f"rank {r.rank} recorded {n} of {want} steps")
-    return ("failed", "the job did not finish: " + "; ".join(short)) if short else ("ok", "")
+    why = ["the job did not finish: " + "; ".join(short)] if short else []
+    if torn:
+        more = f" and {len(torn) - 3} more" if len(torn) > 3 else ""
+        why.append(f"lines mid-file that are not rows: {', '.join(torn[:3])}{more}")
+    return ("failed" if short else "partial" if torn else "ok"), "; ".join(why)
 
 
 def _spec_hash(spec: dict[str, Any]) -> str:
@@ -253,17 +263,26 @@ def run_info(ranks: list[RankDir], run_id: str, status: str, reason: str) -> sch
     )
 
 
-def ingest_job(inputs: list[Path], run_dir: Path, label: str | None = None) -> schema.RunInfo:
+def ingest_job(
+    inputs: list[Path],
+    run_dir: Path,
+    label: str | None = None,
+    start_spread_s: float = START_SPREAD_S,
+) -> schema.RunInfo:
     """Check, copy and merge the rank folders under `inputs` into `run_dir` (new or empty);
     returns the run.json written. Raises IngestError naming what is wrong."""
+    if not 0 <= start_spread_s < float("inf"):
+        raise IngestError(
+            f"--start-spread: must be a finite number of seconds >= 0, not {start_spread_s}"
+        )
     ranks = find_rank_dirs(inputs)
-    check_job(ranks)
+    check_job(ranks, start_spread_s)
     if run_dir.exists() and any(run_dir.iterdir()):
         raise IngestError(f"--out {run_dir}: exists and is not empty; give a new folder")
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        steps = copy_ranks(ranks, run_dir, run_dir.name)
-        info = run_info(ranks, run_dir.name, *outcome(ranks, steps))
+        steps, torn = copy_ranks(ranks, run_dir, run_dir.name)
+        info = run_info(ranks, run_dir.name, *outcome(ranks, steps, torn))
         info.spec["label"] = label or f"{label_of(info)} (torchrun)"
         for name, value in results.transport_fields(run_dir).items():
             setattr(info, name, value)
@@ -275,7 +294,9 @@ def ingest_job(inputs: list[Path], run_dir: Path, label: str | None = None) -> s
         merge(info, run_dir)
         info.cpu_pressure = {}  # the merge reads this machine's; the ranks ran elsewhere
         schema.write_run_info(run_dir, info)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(run_dir, ignore_errors=True)  # no half run folder
+        if isinstance(e, schema.SchemaError | KeyError | TypeError):
+            raise IngestError(f"the ranks' rows do not fit the tables: {e!r}") from e
         raise
     return info

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import schema
+from workloads.spec import SpecError
 
 RANK_TABLES = ("rounds", "steps", "evals")
 
@@ -23,9 +24,37 @@ def new_run_id(spec_hash: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{spec_hash[:6]}-{os.getpid() % 10000:04d}"
 
 
+def check_out(out_root: Path, run_id: str | None) -> None:
+    """Raise SpecError (naming out or run_id) when a new run cannot go into out_root, before
+    anything is built: out_root is a file, the run folder exists, or the nearest folder that
+    exists is not writable. Pure: creates nothing."""
+    out_root = Path(out_root)
+    if out_root.exists() and not out_root.is_dir():
+        raise SpecError("out", f"{out_root} exists and is not a folder")
+    if run_id is not None and os.path.lexists(out_root / run_id):
+        raise SpecError("run_id", f"{out_root / run_id} exists; give a new run id")
+    nearest = out_root.absolute()
+    while not nearest.exists():
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise SpecError("out", f"cannot create {out_root}: {nearest} is not a folder")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise SpecError("out", f"cannot create {out_root}: {nearest} is not writable")
+
+
 def create_run_dir(out_root: Path, run_id: str) -> Path:
+    """out_root/run_id, new; SpecError names run_id when it exists, out when it cannot be
+    made (a root may refuse what `check_out` could not foresee: /proc)."""
     run_dir = Path(out_root) / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
+    try:
+        Path(out_root).mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir()
+    except FileExistsError as e:
+        if not Path(out_root).is_dir():
+            raise SpecError("out", f"{out_root} exists and is not a folder") from e
+        raise SpecError("run_id", f"{run_dir} exists; give a new run id") from e
+    except OSError as e:
+        raise SpecError("out", f"cannot create {run_dir}: {e.strerror}") from e
     return run_dir
 
 
@@ -38,19 +67,27 @@ def point_last(out_root: Path, run_dir: Path) -> None:
     tmp.replace(link)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Rows of a JSON-lines file; a torn last line (a killed writer) is skipped."""
-    rows = []
+def read_jsonl(path: Path, bad: list[int] | None = None) -> list[dict]:
+    """Rows of a JSON-lines file; a line that is not a row (a JSON object) is skipped: a torn
+    last line is what a killed writer leaves, so only the others are put in `bad` (numbers
+    from 1), for a caller that must say the rows are not whole."""
+    rows: list[dict] = []
     if not path.exists():
         return rows
-    for line in path.read_text().splitlines():
+    lines = path.read_text(errors="replace").splitlines()  # bad bytes: a bad line
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
         line = line.strip()
         if not line:
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
-            continue
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif bad is not None and i != last:
+            bad.append(i + 1)
     return rows
 
 

@@ -5,14 +5,16 @@ planning come before the root check, so none of this needs root (or builds a net
 """
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from testbed.cli import app
-from testbed.run import experiment
-from testbed.spec import RunSpec
+from testbed.run import experiment, results
+from testbed.spec import RunSpec, SpecError, build_spec
 from workloads.spec import PANELS
 
 runner = CliRunner()
@@ -45,12 +47,19 @@ def files(tmp_path):
         "disconnected.toml": DISCONNECTED,
         "worker9.toml": PRESET.format(name="w9", gap=0.5, worker=9),
         "dense.toml": PRESET.format(name="dense", gap=1e-9, worker=0),
+        "rescale_yes.toml": '[run]\nrescale = "yes"\n',
+        "workers_float.toml": "[run]\nworkers = 4.0\n",
+        "run_id_last.toml": '[run]\nrun_id = "last"\n',
     }
     for name, text in out.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "binary.toml").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
     (tmp_path / "latin1.toml").write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
     (tmp_path / "adir").mkdir()
+    (tmp_path / "big.toml").write_text("# " + "x" * (1 << 20) + "\n")
+    os.mkfifo(tmp_path / "fifo.toml")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "taken" / "r1").mkdir(parents=True)
     return tmp_path
 
 
@@ -97,6 +106,15 @@ BAD_RUNS = [
     (["--p-gap", "-0.1"], "p_gap", "greater than or equal to 0"),
     (["--p-low", "0.5", "--p-gap", "0.5"], "p_gap", "must be < 1"),
     (["--phase", "paper", "--workload", "allreduce"], "phase", "no epochs"),
+    (["--run-id", "last"], "run_id", "reserved"),
+    (["--config", "{dir}/run_id_last.toml"], "run_id", "reserved"),
+    (["--run-id", ".last.1"], "run_id", "pattern"),
+    (["--config", "/dev/zero"], "config", "not a regular file"),
+    (["--config", "{dir}/fifo.toml"], "config", "not a regular file"),
+    (["--config", "{dir}/big.toml"], "config", "larger than 1,048,576 bytes"),
+    (["--config", "{dir}/rescale_yes.toml"], "rescale", "valid boolean"),
+    (["--config", "{dir}/workers_float.toml"], "workers", "valid integer"),
+    (["--base-port", "65000", "--workers", "135"], "base_port", "65539, above 65535"),
 ]
 
 
@@ -110,6 +128,78 @@ def test_bad_input_exits_2_naming_the_field_before_anything_is_built(
     assert "Traceback" not in res.output
     assert isinstance(res.exception, SystemExit | None), res.exception
     assert not (files / "results").exists()
+
+
+def test_flags_still_parse_their_text_and_override_a_strict_config(files):
+    """Strict types are for the file's values as written; a flag is text and parses as ever, and
+    a flag overriding a bad file value leaves nothing to complain about."""
+    spec = build_spec(files / "workers_float.toml", workers=8, dilation="4")
+    assert spec.workers == 8 and spec.dilation == 4.0
+    ok = files / "ok.toml"
+    ok.write_text('[run]\nbw = 50\nrescale = true\nout = "x"\ndilation = "auto"\n')
+    spec = build_spec(ok)
+    assert (spec.bw, spec.rescale, spec.out, spec.dilation) == (50.0, True, Path("x"), "auto")
+
+
+def test_the_port_range_fits_at_the_edge_and_tcp_binds_none():
+    assert RunSpec(base_port=65000, workers=134).workers == 134  # last port 65535
+    assert RunSpec(base_port=65000, workers=200, transport="tcp").workers == 200
+
+
+BAD_OUTS = [
+    (["--out", "{dir}/afile"], "out", "is not a folder"),
+    (["--out", "{dir}/afile/sub"], "out", "is not a folder"),
+    (["--out", "{dir}/taken", "--run-id", "r1"], "run_id", "exists"),
+]
+
+
+@pytest.mark.parametrize(("args", "field", "why"), BAD_OUTS)
+def test_an_unusable_out_or_taken_run_id_exits_2_with_one_line(
+    args, field, why, files, nothing_runs
+):
+    before = sorted(files.rglob("*"))
+    res = runner.invoke(app, ["run", *[a.replace("{dir}", str(files)) for a in args]])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert line.startswith(f"error: invalid spec: {field}:") and why in line, line
+    assert sorted(files.rglob("*")) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_an_out_under_a_folder_not_ours_exits_2(nothing_runs):
+    res = runner.invoke(app, ["run", "--out", "/proc/x"])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("error: invalid spec: out: cannot create /proc/x")
+
+
+def test_a_run_folder_refused_at_creation_exits_2_with_one_line(tmp_path, monkeypatch):
+    """What only creating it tells (root under /proc): the run command says it in one line."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+
+    def make_dir(p, **_kw):
+        return experiment.RunOutcome("ok", results.create_run_dir(afile, "r"))
+
+    monkeypatch.setattr(experiment, "run_experiment", make_dir)
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr(results, "check_out", lambda *_a: None)  # as if it could not foresee
+    res = runner.invoke(app, ["run", "--out", str(tmp_path / "results")])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert line == f"error: invalid spec: out: {afile} exists and is not a folder"
+    assert sorted(tmp_path.iterdir()) == [afile]
+
+
+def test_create_run_dir_names_the_field_it_cannot_make(tmp_path):
+    results.create_run_dir(tmp_path, "a")
+    with pytest.raises(SpecError, match="^run_id: .* exists"):
+        results.create_run_dir(tmp_path, "a")
+    (tmp_path / "f").write_text("")
+    with pytest.raises(SpecError, match="^out: .* is not a folder"):
+        results.create_run_dir(tmp_path / "f", "a")
+    with pytest.raises(SpecError, match="^out: cannot create /proc/x/a"):
+        results.create_run_dir(Path("/proc/x"), "a")  # what root learns only by trying
 
 
 BAD_SHOWS = [

@@ -74,3 +74,31 @@ def test_sweep_folder_reports_its_runs_inside_it(tmp_path):
     assert res.exit_code == 0, res.output
     text = (sw / "report" / "report.md").read_text()
     assert "# Report: 2 run(s)" in text and "FAILED" not in text
+
+
+def test_unfaithful_runs_are_listed_not_aggregated_unless_asked(tmp_path):
+    """An unfaithful run set dblp's max before: now it is left out and named, and
+    --include-unfaithful puts it back."""
+    dirs = [
+        write_run(tmp_path, "o0", transport="optireduce"),
+        write_run(tmp_path, "d0", transport="dblp", burst_ms=50.0),
+        write_run(tmp_path, "d1", transport="dblp", seed=1, burst_ms=900.0, unfaithful=True),
+    ]
+
+    def dblp(out, *flags):
+        res = runner.invoke(app, ["report", *map(str, dirs), "--out", str(out), *flags])
+        assert res.exit_code == 0, res.output
+        lat = pd.read_csv(out / "tables" / "latency.csv").set_index("label").loc["dblp"]
+        validity = pd.read_csv(out / "tables" / "validity.csv").set_index("run_id")
+        return lat, bool(validity.loc["d1", "aggregated"]), (out / "report.md").read_text()
+
+    lat, aggregated, text = dblp(tmp_path / "default")
+    assert lat["runs"] == 1 and lat["max_all_ms"] < 900 and not aggregated
+    assert "2 of 3 aggregated (status ok and faithful)" in text
+    assert "left out of every aggregate (--include-unfaithful puts them back)" in text
+    left = text.split("## Runs not aggregated")[1].split("## Validity")[0]
+    assert "| d1 | train | dblp | heavy | 1 | unfaithful | unfaithful: the emulator's" in left
+
+    lat, aggregated, text = dblp(tmp_path / "all", "--include-unfaithful")
+    assert lat["runs"] == 2 and lat["max_all_ms"] >= 900 and aggregated
+    assert "3 of 3 aggregated (status ok)" in text and "## Runs not aggregated" not in text

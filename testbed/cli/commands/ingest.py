@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from testbed.run.ingest import IngestError, ingest_job
+from testbed.run.ingest import START_SPREAD_S, IngestError, ingest_job
 
 
 def ingest(
@@ -18,10 +18,16 @@ def ingest(
     label: str | None = typer.Option(
         None, "--label", help="Name in reports (default: the transport's, then (torchrun))."
     ),
+    start_spread: float = typer.Option(
+        START_SPREAD_S,
+        "--start-spread",
+        help="Most seconds between the first and the last rank's start: ranks further apart "
+        "are taken for two jobs of one spec.",
+    ),
 ) -> None:
     """Make one run folder of a torchrun job's rank folders; then `testbed report RUN_DIR`."""
     try:
-        info = ingest_job([p.resolve() for p in inputs], out, label)
+        info = ingest_job([p.resolve() for p in inputs], out, label, start_spread)
     except IngestError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e

@@ -53,6 +53,12 @@ def report(
         "--target-acc",
         help="Accuracy for time-to-accuracy (default: 95% of the lowest mean final accuracy).",
     ),
+    include_unfaithful: bool = typer.Option(
+        False,
+        "--include-unfaithful",
+        help="Aggregate unfaithful runs too (by default they are listed, not aggregated: the "
+        "emulator's CPU distorted their timing).",
+    ),
 ) -> None:
     """Tables (markdown + CSV) and figures (PNG) for one run or many."""
     term = console()
@@ -73,7 +79,7 @@ def report(
     try:
         from analysis.report import write_report  # seaborn/scipy: only when reporting
 
-        rep = write_report(dirs, out_dir, target_acc)
+        rep = write_report(dirs, out_dir, target_acc, include_unfaithful)
     except (SchemaError, ValueError) as e:
         term.print(f"[red]cannot report: {e}[/red]")
         raise typer.Exit(2) from e

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -42,12 +42,13 @@ def run(
     Example: testbed run --topo fattree --burst heavy --transport dblp
     """
     from testbed.run.experiment import plan
+    from testbed.run.results import check_out
 
     try:
         planned = plan(build_spec(config, **fields))
+        check_out(planned.spec.out, planned.spec.run_id)
     except SpecError as e:
-        typer.echo(f"error: invalid spec: {e}", err=True)
-        raise typer.Exit(2) from e
+        _invalid(e)
     if os.geteuid() != 0:
         typer.echo("error: testbed run needs root (network namespaces, tc): run it as root",
                    err=True)  # fmt: skip
@@ -58,6 +59,8 @@ def run(
     progress = Progress(term)
     try:
         outcome = run_experiment(planned, on_event=progress)
+    except SpecError as e:  # the run folder could not be made: nothing was built
+        _invalid(e)
     finally:
         progress.close()
     if json_out:
@@ -67,6 +70,11 @@ def run(
     if outcome.status != "ok":
         typer.echo(f"run {outcome.status}: {outcome.reason}", err=True)
         raise typer.Exit(1)
+
+
+def _invalid(e: SpecError) -> NoReturn:
+    typer.echo(f"error: invalid spec: {e}", err=True)
+    raise typer.Exit(2) from e
 
 
 def _print_summary(term: Console, outcome) -> None:
