@@ -23,6 +23,7 @@ from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import Engine
 from workloads.transport.layout import Layout
 from workloads.transport.roundstate import STAGE_GATHER, RoundState, SendJob, Timing
+from workloads.transport.screen import value_bounds
 
 pytestmark = pytest.mark.skipif(
     not fastpath.available(), reason="workloads.transport._fastpath not built"
@@ -80,7 +81,8 @@ def _valid(rs: RoundState, rng: np.random.Generator) -> tuple[int, wire.Header, 
 
 
 MUTATIONS = ("token", "src", "round", "shard", "count", "offset", "flags", "stage", "kind",
-             "magic", "version", "short", "long", "wrong_socket", "nack", "future")  # fmt: skip
+             "magic", "version", "short", "long", "wrong_socket", "nack", "future",
+             "nan", "huge", "edge")  # fmt: skip
 
 
 def _mutate(h: wire.Header, payload: bytes, src: int, what: str, rng) -> tuple[int, bytes]:
@@ -110,6 +112,13 @@ def _mutate(h: wire.Header, payload: bytes, src: int, what: str, rng) -> tuple[i
         f["magic"] ^= 0xFF
     elif what == "version":
         f["version"] = 1
+    elif what in ("nan", "huge", "edge"):  # screen.py: both paths drop the first two alone
+        vals = np.frombuffer(payload, "<f4").copy()
+        bound = np.float32(min(value_bounds(WORLD)[f["stage"]], np.finfo(np.float32).max))
+        big = bound if f["stage"] == wire.SCATTER else np.float32(np.inf)
+        edge = np.nextafter(bound, np.float32(0)) if f["stage"] == wire.SCATTER else bound
+        vals[int(rng.integers(len(vals)))] = {"nan": np.nan, "huge": -big, "edge": edge}[what]
+        payload = vals.tobytes()
     elif what == "nack":
         f.update(kind=wire.NACK, flags=0, offset=0, count=1, timeout_us=0,
                  shard=src if f["stage"] == wire.SCATTER else ME)  # fmt: skip
@@ -173,7 +182,9 @@ def test_compiled_and_python_receive_paths_agree_on_every_datagram(seed):
             assert _state(jobs[1][0]) == _state(jobs[0][0]), f"batch {batch}"
         py = _state(jobs[0][0])
         assert py["pkts"] > 150 and sum(py["reasons"].values()) > 50  # both kinds happened
-        assert {"duplicate", "job_token", "source", "late"} <= set(py["reasons"])
+        assert {"duplicate", "job_token", "source", "late", "nonfinite", "overflow"} <= set(
+            py["reasons"]
+        )
     finally:
         for _, eps in jobs:
             for ep in eps:

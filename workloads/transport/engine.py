@@ -7,9 +7,10 @@ rank that finished a round still answers its peers' NACKs for the last HISTORY r
 
 Trust: a datagram is used only if it carries the job's token, comes from the address and port
 of the member its header names (the rendezvous table; the header's rank alone is a claim),
-belongs to the current round or a small window around it, and (DATA) holds finite values.
-Everything else is dropped and counted by reason; NACK answers go only to verified members and
-are bounded per round, so a NACK cannot be turned into an amplifier.
+belongs to the current round or a small window around it, and (DATA) holds values that pass
+screen.py (finite, and below FLT_MAX / N in the scatter). Everything else is dropped and
+counted by reason, each datagram alone; NACK answers go only to verified members and are
+bounded per round, so a NACK cannot be turned into an amplifier.
 
 Here: the loop and the life of a round (start, advance stage by stage, finish). The sides the
 loop drives are mixins over the same state: receive.py, send.py, repair.py.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.transport import fastpath, wire
-from workloads.transport.completion import CompletionPolicy, Verdict
+from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
 from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
@@ -92,6 +93,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
         self.peers = [p for p in range(world) if p != rank]
         self.per_pkt = wire.elems_per_packet(config.mtu)
+        self.body = wire.HEADER_BYTES  # where a datagram's payload begins
         self.max_ranges = wire.ranges_per_nack(config.mtu)
         self.pacer = Pacer(self.peers, config.rate_mbps, time.monotonic())
         self.queues: dict[int, deque[SendJob]] = {p: deque() for p in self.peers}
@@ -270,7 +272,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         rs.recheck_at = None
         nacks = pol.control == "udp"  # over tcp, probes ask for the bitmaps
         if rs.stage == STAGE_SCATTER:
-            v = self._screened_verdict(rs, wire.SCATTER, now)
+            v = pol.verdict(rs.sc, now)
             if v.nack and nacks:
                 self._send_nacks(rs, wire.SCATTER, now)
             if not v.done:
@@ -284,7 +286,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                     for p in self.peers:
                         self._queue_first(rs, p, wire.GATHER, self.me, rs.reduced, 0)
         if rs.stage == STAGE_GATHER:
-            v = self._screened_verdict(rs, wire.GATHER, now)
+            v = pol.verdict(rs.ga, now)
             if v.nack and nacks:
                 self._send_nacks(rs, wire.GATHER, now)
             if not v.done:
@@ -305,18 +307,6 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                 f"{now - rs.t_start:.1f} s: missing scatter {rs.sc.missing} / gather "
                 f"{rs.ga.missing} elements (is every rank alive and calling allreduce?)"
             )
-
-    def _screened_verdict(self, rs: RoundState, stage: int, now: float) -> Verdict:
-        """The policy's verdict on a stage; before it may end, non-finite packets are taken
-        back (counted as suspect) and the policy asked again with them missing."""
-        prog = rs.sc if stage == wire.SCATTER else rs.ga
-        v = rs.policy.verdict(prog, now)
-        if v.done:
-            bad = rs.screen(stage)
-            if bad:
-                self.reasons["nonfinite"] += bad
-                v = rs.policy.verdict(prog, now)
-        return v
 
     @staticmethod
     def _hold_bound(rs: RoundState, recheck: float | None, stage: int, now: float) -> float | None:

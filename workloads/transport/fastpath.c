@@ -5,8 +5,9 @@
  * the active round, from the member its header names, new and in range, it does what
  * wire.decoder + Engine._dispatch + RoundState.accept would do (mark it received, add the
  * scatter payload into the partial sum or copy the gathered payload into the output) and
- * counts it. Every other datagram (NACKs, other rounds, duplicates, anything malformed) is
- * handed back by index to the Python path, which stays the specification: it decodes the
+ * counts it. Every other datagram (NACKs, other rounds, duplicates, values screen.py rejects,
+ * anything malformed) is handed back by index to the Python path, which stays the
+ * specification: it decodes the
  * datagram again and counts why it was rejected. So this file can only ever accept less than
  * the Python path would, never more; tests/unit/test_fastpath.py checks the two agree.
  *
@@ -68,7 +69,15 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
         if (got == NULL || i >= r->npkts[shard] || (int64_t)count != want || got[i])
             goto python;
         const uint8_t *payload = b + HDR;
+        float bound = stage == 0 ? r->sc_bound : r->ga_bound;
+        for (uint32_t j = 0; j < count; j++) {
+            float v;
+            memcpy(&v, payload + 4u * j, 4); /* the payload need not be 4-aligned */
+            if (!(v < bound && v > -bound))
+                goto python; /* non-finite or too large: the Python path drops and counts it */
+        }
         got[i] = 1;
+        r->rx_bytes[src] += len;
         if (stage == 0) {
             float *acc = r->partial + offset;
             for (uint32_t j = 0; j < count; j++) {

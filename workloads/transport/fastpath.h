@@ -21,6 +21,10 @@ typedef struct {
     uint32_t world, me, per_pkt, max_bytes;
     uint32_t round, eps_id;
     int32_t scatter_open, gather_open;
+    /* screen.py: a value is taken only if -bound < v < bound (NaN fails), per stage */
+    float sc_bound, ga_bound;
+    /* bytes of the datagrams taken, per sender, for the whole round (RoundState.rx_bytes) */
+    uint64_t *rx_bytes;
     float *partial;
     int32_t *sc_count;
     float *out;

@@ -130,6 +130,8 @@ class RxFast:
         )
         r.start, r.length, r.npkts = (_ptr("uint32_t *", a) for a in self._geom)
         r.round, r.eps_id = rs.round & 0xFFFFFFFF, rs.eps_id & 0xFFFFFFFF
+        r.sc_bound, r.ga_bound = rs.bounds
+        r.rx_bytes = _ptr("uint64_t *", rs.rx_bytes)
         r.partial = _ptr("float *", rs.partial)
         r.sc_count = _ptr("int32_t *", rs.sc_count)
         r.out = _ptr("float *", rs.out)

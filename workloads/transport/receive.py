@@ -104,8 +104,9 @@ class Receiver:
             self.reasons["kind"] += 1  # a probe travels over the TCP link only
             return
         if rs is not None and h.round == rs.round:
+            rs.rx_bytes[h.src] += n
             if h.kind == wire.DATA:
-                why = rs.accept(h, buf, now)
+                why = rs.accept(h, buf, now, self.body)
                 if why is not None:
                     self.reasons[why] += 1
                     if why == "late":
@@ -114,6 +115,7 @@ class Receiver:
                 self._on_control(rs, h, view, tcp, finished=False)
             return
         if h.round in self.history:
+            self.history[h.round].rx_bytes[h.src] += n
             if h.kind == wire.DATA:
                 self.reasons["late"] += 1
                 self._restop(self.history[h.round], h, now)

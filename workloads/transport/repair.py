@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from workloads.transport import wire
+from workloads.transport.nacks import nack_packets
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.roundstate import (
     STAGE_DONE,
@@ -31,12 +32,19 @@ from workloads.transport.roundstate import (
 #: Repair packets a rank sends one peer for one (round, stage), per packet of the shard: enough
 #: for many NACK rounds at heavy loss, never an open-ended answer to NACKs.
 REPAIR_FACTOR = 8
+#: Repair bytes a rank sends one peer in one round, per byte received from it in that round.
+AMPLIFICATION = 3
 
 
 class Repairs:
     """Engine's NACK methods (see the module docstring for the state they share)."""
 
     def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview, tcp: bool = False) -> None:
+        """Queue repairs of what a NACK names, first vetted (nacks.py), then cut three ways:
+        packets already waiting in a repair job or not yet sent once are skipped; at most
+        REPAIR_FACTOR x the shard per (round, stage) and peer; and the repairs to a peer in a
+        round never exceed AMPLIFICATION x the bytes received from it in that round (QUIC's
+        anti-amplification rule), so a NACK storm buys its sender little traffic."""
         q, lay = h.src, rs.layout
         if (q, h.stage) in rs.stopped:
             return  # the receiver ended that stage; an older NACK of it asks for nothing now
@@ -47,35 +55,35 @@ class Repairs:
                 self.reasons["unknown_round"] += 1  # our gather has not begun; it will come
                 return
             shard, arr, start = self.me, rs.reduced, 0
-        n = lay.length(shard)
-        ranges = wire.nack_ranges(view, h.count)
-        if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
-            self.reasons["nack_range"] += 1
+        n, npkts = lay.length(shard), lay.npkts(shard)
+        asked = nack_packets(view, h.count, self.body, n, lay.per_pkt, npkts)
+        if isinstance(asked, str):
+            self.reasons[asked] += 1
             return
         key = (q, h.stage)
-        budget = REPAIR_FACTOR * lay.npkts(shard) - rs.repairs_sent.get(key, 0)
-        if tcp:
-            budget = lay.npkts(shard)  # per answer: every packet at most once
         first = rs.first_jobs.get(key)
-        # Packets the first transmission has still to send (index >= its pos) are not repaired.
-        cut = first.pos if first is not None and first.unsent(first.pos) else None
-        queued = rs.repairs_queued.setdefault(key, set())
-        want: list[int] = []
-        per = lay.per_pkt
-        for off, cnt in ranges:
-            end = -(-(off + cnt) // per)
-            for i in range(off // per, end if cut is None else min(end, cut)):
-                if i not in queued:
-                    if len(want) >= budget:
-                        self.reasons["repair_budget"] += 1
-                        break
-                    queued.add(i)
-                    want.append(i)
-        if want:
-            rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
-            src = arr[start : start + n].view(np.uint8)
-            job = SendJob(q, rs, h.stage, shard, src, want, first=False, addr=src.ctypes.data)
-            self.queues[q].appendleft(job)
+        if first is not None and first.unsent(first.pos):
+            asked[first.pos :] = False  # the first transmission has still to send these
+        queued = rs.repairs_queued.get(key)
+        if queued is None:
+            queued = rs.repairs_queued[key] = np.zeros(npkts, dtype=bool)
+        want = np.flatnonzero(asked & ~queued)
+        if not len(want):
+            return
+        budget = npkts if tcp else REPAIR_FACTOR * npkts - rs.repairs_sent.get(key, 0)
+        pkt_bytes = self.body + 4 * lay.per_pkt
+        earned = (AMPLIFICATION * int(rs.rx_bytes[q]) - int(rs.repair_bytes[q])) // pkt_bytes
+        if len(want) > min(budget, earned):
+            self.reasons["repair_budget" if budget <= earned else "amplification"] += 1
+            want = want[: max(0, min(budget, earned))]
+            if not len(want):
+                return
+        queued[want] = True
+        rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
+        rs.repair_bytes[q] += len(want) * pkt_bytes
+        src = arr[start : start + n].view(np.uint8)
+        job = SendJob(q, rs, h.stage, shard, src, want.tolist(), first=False, addr=src.ctypes.data)
+        self.queues[q].appendleft(job)
 
     def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
         """Ask each peer not held back for what it owes, as much as the policy wants."""

@@ -160,7 +160,9 @@ class Sender:
                 flags = wire.FLAG_LAST
         else:
             flags = wire.FLAG_REPAIR
-            rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
+            queued = rs.repairs_queued.get((job.peer, job.stage))
+            if queued is not None:
+                queued[i] = False
         nb = 4 * cnt
         hdr = self.ep.batches[s].add(job.peer, job.addr + 4 * off, nb)
         wire.pack_header_into(
