@@ -133,6 +133,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                 endpoint.ring, world, rank, self.per_pkt, config.mtu - wire.IP_UDP_BYTES,
                 job_token, self.expect,
             )  # fmt: skip
+            self.rx.on_seen = self._moved_on
             self.tx = fastpath.TxFast(endpoint.batches, job_token, rank, self.per_pkt)
         #: which data path runs (run.json's transport_params say it)
         self.fastpath = "compiled" if self.rx is not None else "python"

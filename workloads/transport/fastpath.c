@@ -99,6 +99,11 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
                 r->news += 1;
             }
         }
+        uint8_t *seen = stage == 0 ? r->sc_seen : r->ga_seen;
+        if (!seen[src]) {
+            seen[src] = 1;
+            r->news += 1;
+        }
         r->pkts += 1;
         if (u32(b + WIRE_OFF_EPS_ID) != r->eps_id)
             r->eps_mismatch += 1;

@@ -36,9 +36,10 @@ typedef struct {
     uint64_t sc_elems, ga_elems;
     uint32_t pkts, eps_mismatch;
     /* per sender, for the whole round: its latest budget and whether its LAST packet came in
-     * each stage; `news` counts changes to either since the caller last cleared it */
+     * each stage, and whether any of its DATA was taken in each stage (the sender has moved
+     * on: RoundState.moved_on); `news` counts changes to any since the caller last cleared it */
     uint32_t *budget_us;
-    uint8_t *sc_last, *ga_last;
+    uint8_t *sc_last, *ga_last, *sc_seen, *ga_seen;
     uint32_t news;
 } rx_round;
 

@@ -103,6 +103,11 @@ class RxFast:
         self.budget = np.zeros(world, dtype=np.uint32)
         self.sc_last = np.zeros(world, dtype=np.uint8)
         self.ga_last = np.zeros(world, dtype=np.uint8)
+        self.seen = (np.zeros(world, dtype=np.uint8), np.zeros(world, dtype=np.uint8))
+        r.sc_seen, r.ga_seen = (_ptr("uint8_t *", a) for a in self.seen)
+        #: called as on_seen(rs, src, stage) the first time a round takes DATA of a stage
+        #: from src (the engine's Repairs._moved_on), as the Python path does
+        self.on_seen = lambda rs, src, stage: None
         r.budget_us = _ptr("uint32_t *", self.budget)
         r.sc_last = _ptr("uint8_t *", self.sc_last)
         r.ga_last = _ptr("uint8_t *", self.ga_last)
@@ -135,7 +140,7 @@ class RxFast:
         r.partial = _ptr("float *", rs.partial)
         r.sc_count = _ptr("int32_t *", rs.sc_count)
         r.out = _ptr("float *", rs.out)
-        for a in (self.budget, self.sc_last, self.ga_last):
+        for a in (self.budget, self.sc_last, self.ga_last, *self.seen):
             a[:] = 0  # per round, as the round's own dict and sets are
         r.news = 0
         for p in range(self.world):
@@ -178,6 +183,10 @@ class RxFast:
             budgets = rs.sc.peer_budgets_s  # one dict, shared by both stages
             for src in np.flatnonzero(self.budget).tolist():
                 budgets[src] = int(self.budget[src]) / 1e6
+            for stage, seen in enumerate(self.seen):
+                for src in np.flatnonzero(seen).tolist():
+                    if (src, stage) not in rs.moved_on:
+                        self.on_seen(rs, src, stage)
             stages = ((self.sc_last, rs.sc, rs.sc_last), (self.ga_last, rs.ga, rs.ga_last))
             for flags, prog, last in stages:
                 for src in np.flatnonzero(flags).tolist():

@@ -107,7 +107,10 @@ class Receiver:
             rs.rx_bytes[h.src] += n
             if h.kind == wire.DATA:
                 why = rs.accept(h, buf, now, self.body)
-                if why is not None:
+                if why is None:
+                    if (h.src, h.stage) not in rs.moved_on:
+                        self._moved_on(rs, h.src, h.stage)
+                else:
                     self.reasons[why] += 1
                     if why == "late":
                         self._restop(rs, h, now)

@@ -48,6 +48,9 @@ class Repairs:
         q, lay = h.src, rs.layout
         if (q, h.stage) in rs.stopped:
             return  # the receiver ended that stage; an older NACK of it asks for nothing now
+        if (q, h.stage) in rs.left:
+            self.reasons["late"] += 1  # q has moved on (`_moved_on`): stale, or forged
+            return
         if h.stage == wire.SCATTER:
             shard, arr, start = q, rs.data, lay.start(q)
         else:
@@ -83,7 +86,19 @@ class Repairs:
         rs.repair_bytes[q] += len(want) * pkt_bytes
         src = arr[start : start + n].view(np.uint8)
         job = SendJob(q, rs, h.stage, shard, src, want.tolist(), first=False, addr=src.ctypes.data)
-        self.queues[q].appendleft(job)
+        self._queue_repair(job, first)
+
+    def _queue_repair(self, job: SendJob, first: SendJob | None) -> None:
+        """Ahead of everything queued for the peer, except the first transmission of the same
+        stage while it is still under way: the receiver needs all of that stage either way,
+        and repairs it asks for (or a forger asks for in its name) never hold it back."""
+        dq = self.queues[job.peer]
+        if first is not None and not first.cancelled and first.pos < len(first.indices):
+            for k, queued in enumerate(dq):
+                if queued is first:
+                    dq.insert(k + 1, job)
+                    return
+        dq.appendleft(job)
 
     def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
         """Ask each peer not held back for what it owes, as much as the policy wants."""
@@ -156,6 +171,29 @@ class Repairs:
         sent = rs.stop_sent.get(key)
         if sent is not None and rs.policy.control == "udp" and now - sent >= rs.timing.gap_s:
             self._say_stop(rs, h.src, h.stage, now)
+
+    def _moved_on(self, rs: RoundState, q: int, stage: int) -> None:
+        """Round `rs` took its first DATA of `stage` from q: q has left every earlier stage
+        (its gather begins when its scatter ends, and a rank starts a round once the previous
+        one is over), so repairs still queued for those are dropped and their NACKs, stale or
+        forged, are no longer answered. A NACK storm then costs nothing past the stage it
+        names. First transmissions go on (only a STOP ends those)."""
+        rs.moved_on.add((q, stage))
+        if stage == wire.GATHER:
+            self._peer_left(rs, q, wire.SCATTER)
+        for old in self.history.values():
+            if old.round < rs.round:
+                self._peer_left(old, q, wire.SCATTER)
+                self._peer_left(old, q, wire.GATHER)
+
+    def _peer_left(self, rs: RoundState, q: int, stage: int) -> None:
+        if (q, stage) in rs.left:
+            return
+        rs.left.add((q, stage))
+        for job in self.queues[q]:
+            if not job.first and job.rs is rs and job.stage == stage:
+                job.cancelled = True
+        rs.repairs_queued.pop((q, stage), None)
 
     def _on_stop(self, rs: RoundState, h: wire.Header) -> None:
         """The receiver `h.src` ended stage `h.stage`: cancel what this rank still had to send

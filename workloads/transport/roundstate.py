@@ -99,6 +99,10 @@ class RoundState:
     stop_sent: dict[tuple[int, int], float] = field(default_factory=dict)
     #: as a sender: the (peer, stage)s whose receiver said STOP
     stopped: set[tuple[int, int]] = field(default_factory=set)
+    #: as a receiver: the (peer, stage)s of which some DATA was taken (Repairs._moved_on);
+    #: as a sender: the (peer, stage)s that peer has left, as its later DATA shows
+    moved_on: set[tuple[int, int]] = field(default_factory=set)
+    left: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         lay, me, world = self.layout, self.me, self.layout.world
