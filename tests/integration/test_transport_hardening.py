@@ -153,8 +153,102 @@ def test_a_whole_shard_nack_storm_costs_rounds_at_most_a_fifth_more():
           f"({forger.sent} forged NACKs); suspect {suspects(attacked)}; repairs sent "
           f"{sum(st.retx_pkts for pr in attacked for _, st in pr)}, CPU ms "
           f"{statistics.median(sum(st.cpu_ms for _, st in pr) for pr in calm):.1f} -> "
-          f"{statistics.median(sum(st.cpu_ms for _, st in pr) for pr in attacked):.1f}")  # fmt: skip
+          f"{statistics.median(sum(st.cpu_ms for _, st in pr) for pr in attacked):.1f}"
+    )  # fmt: skip
     check_exact(attacked, inputs, 2 + rounds)
     assert forger.sent > 100
     assert suspects(attacked).get("nack_order", 0) > 0
     assert attacked_ms <= 1.2 * calm_ms, (calm_ms, attacked_ms)
+
+
+def forged_data(token: int, lay: Layout, rounds, value: float, stages, tagged: bool = False):
+    """Every packet of each stage's shard, from q = p + 1 to each rank p, all `value`;
+    `tagged`: with FLAG_MAC and a random MAC, as an attacker without the key would send."""
+    out = []
+    rng = np.random.default_rng(0)
+    body = wire.body_offset(tagged)
+    per = wire.payload_bytes(1500, tagged) // 4
+    assert per == lay.per_pkt
+    flags = wire.FLAG_MAC if tagged else 0
+    for r in rounds:
+        for p in range(WORLD):
+            q = (p + 1) % WORLD
+            for stage in stages:
+                shard = p if stage == wire.SCATTER else q
+                for i in range(lay.npkts(shard)):
+                    off, cnt = lay.pkt(shard, i)
+                    h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, stage, flags, token,
+                                    r, q, shard, off, cnt, 0, 0)  # fmt: skip
+                    mac = rng.bytes(wire.MAC_BYTES) if tagged else b""
+                    vals = np.full(cnt, value, "<f4").tobytes()
+                    dgram = wire.HEADER.pack(*h) + mac + vals
+                    assert len(dgram) == body + 4 * cnt
+                    out.append((q, p, dgram))
+    return out
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("policy", ["reliable", "dblp"])
+@pytest.mark.parametrize("value", [np.nan, 3e38, np.finfo(np.float32).max / WORLD])
+def test_a_burst_of_poisoned_data_costs_no_round_and_no_inf(policy, value):
+    """Two seconds of forged DATA with NaN (or a finite value >= FLT_MAX / N) into every
+    rank's slots, the current round and the next: every round finishes and is exact."""
+    n_elems = 60_000
+    ranks, inputs, token, cfg = job(policy, 31, n_elems, t_max_ms=5000.0)
+    lay = Layout(n_elems, WORLD, wire.elems_per_packet(cfg.mtu))
+    stages = (wire.SCATTER, wire.GATHER)
+    forger = Forger(
+        ranks,
+        lambda rnd: forged_data(token, lay, (rnd, rnd + 1), value, stages),
+        rate=10.0,
+    )
+    done: list = []
+    try:
+        done += run_rounds(ranks, inputs, 0, 1)
+        forger.start()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.0:
+            done += run_rounds(ranks, inputs, len(done), 4)
+        forger.stop.set()
+        forger.join(5)
+        done += run_rounds(ranks, inputs, len(done), 2)
+    finally:
+        forger.stop.set()
+        close(ranks)
+    why = "nonfinite" if np.isnan(value) else "overflow"
+    print(f"\n{policy} {value}: {len(done)} rounds, {forger.sent} forged; {suspects(done)}")
+    check_exact(done, inputs, 0)
+    assert suspects(done).get(why, 0) > 0
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("integrity", ["off", "mac"])
+def test_a_forged_finite_packet_changes_a_result_only_without_the_mac(integrity):
+    """Forged finite DATA (token known, sent from a member's address) for the next rounds is
+    buffered and used before the real one arrives: without the MAC it lands in the result;
+    with it, it is rejected and counted ("mac")."""
+    n_elems = 60_000
+    ranks, inputs, token, cfg = job("reliable", 41, n_elems, integrity=integrity)
+    tagged = integrity == "mac"
+    lay = Layout(n_elems, WORLD, wire.elems_per_packet(cfg.mtu, tagged))
+    forger = Forger(
+        ranks,
+        lambda rnd: forged_data(token, lay, (rnd + 1, rnd + 2), 1000.0, [wire.SCATTER], tagged),
+        rate=10.0,
+    )
+    try:
+        run_rounds(ranks, inputs, 0, 1)
+        forger.start()
+        time.sleep(0.3)
+        done = run_rounds(ranks, inputs, 1, 6)
+    finally:
+        forger.stop.set()
+        forger.join(5)
+        close(ranks)
+    print(f"\nintegrity {integrity}: {forger.sent} forged; {suspects(done)}")
+    if tagged:
+        check_exact(done, inputs, 1)
+        assert suspects(done).get("mac", 0) > 0
+    else:
+        with pytest.raises(AssertionError):
+            check_exact(done, inputs, 1)

@@ -114,10 +114,9 @@ def _mutate(h: wire.Header, payload: bytes, src: int, what: str, rng) -> tuple[i
         f["version"] = 1
     elif what in ("nan", "huge", "edge"):  # screen.py: both paths drop the first two alone
         vals = np.frombuffer(payload, "<f4").copy()
-        bound = np.float32(min(value_bounds(WORLD)[f["stage"]], np.finfo(np.float32).max))
-        big = bound if f["stage"] == wire.SCATTER else np.float32(np.inf)
-        edge = np.nextafter(bound, np.float32(0)) if f["stage"] == wire.SCATTER else bound
-        vals[int(rng.integers(len(vals)))] = {"nan": np.nan, "huge": -big, "edge": edge}[what]
+        bound = np.float32(value_bounds(WORLD)[f["stage"]])
+        edge = np.nextafter(bound, np.float32(0))
+        vals[int(rng.integers(len(vals)))] = {"nan": np.nan, "huge": -bound, "edge": edge}[what]
         payload = vals.tobytes()
     elif what == "nack":
         f.update(kind=wire.NACK, flags=0, offset=0, count=1, timeout_us=0,

@@ -32,6 +32,7 @@ from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
 from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
+from workloads.transport.integrity import Mac
 from workloads.transport.layout import Layout
 from workloads.transport.mmsg import source_key
 from workloads.transport.pacer import Pacer
@@ -60,7 +61,7 @@ PACE_BATCH = 4
 #: pacer may wake it sooner): half the smallest idle gap, so no idle is misjudged.
 MIN_PASS_S = 0.001
 #: Rejections that are ordinary protocol life, not suspect input (not counted as bad).
-NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round"))
+NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round", "amplification"))
 
 
 @dataclass
@@ -88,13 +89,18 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         config: TransportConfig,
         job_token: int,
         links: ControlLinks | None = None,
+        mac_key: bytes | None = None,
     ) -> None:
         super().__init__(name=f"tar-engine-{rank}", daemon=True)
         self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
         self.peers = [p for p in range(world) if p != rank]
-        self.per_pkt = wire.elems_per_packet(config.mtu)
-        self.body = wire.HEADER_BYTES  # where a datagram's payload begins
-        self.max_ranges = wire.ranges_per_nack(config.mtu)
+        mac = config.integrity == "mac"
+        if mac and mac_key is None:
+            raise ValueError("integrity mac needs the job's MAC key (drawn at rendezvous)")
+        self.mac = Mac(mac_key) if mac else None
+        self.per_pkt = wire.elems_per_packet(config.mtu, mac)
+        self.body = wire.body_offset(mac)  # where a datagram's payload begins
+        self.max_ranges = wire.ranges_per_nack(config.mtu, mac)
         self.pacer = Pacer(self.peers, config.rate_mbps, time.monotonic())
         self.queues: dict[int, deque[SendJob]] = {p: deque() for p in self.peers}
         self.requests: queue.SimpleQueue[Request] = queue.SimpleQueue()
@@ -122,13 +128,14 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         self.skipped = [0, 0]  # payload bytes not sent, by stage, because a receiver said STOP
         self.reasons: Counter[str] = Counter()
         self.job_token = job_token
-        self.decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu)
+        decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu, mac=mac)
+        self.decode = self.mac.checked(decode) if self.mac else decode
         # expect[i][r]: the source key of rank r's socket i, the only one that sends to our i.
         self.expect = [
             [source_key(*endpoint.dest[r][i]) for r in range(world)] for i in range(endpoint.k)
         ]
         self.rx = self.tx = None
-        if config.fastpath and fastpath.available():
+        if config.fastpath and fastpath.available() and not mac:  # C checks no MAC
             self.rx = fastpath.RxFast(
                 endpoint.ring, world, rank, self.per_pkt, config.mtu - wire.IP_UDP_BYTES,
                 job_token, self.expect,

@@ -132,7 +132,7 @@ class Repairs:
                 rs.eps_id,
                 0,
             )
-            dgram = wire.encode(hdr, wire.nack_payload(ranges))
+            dgram = self._sealed(wire.encode(hdr, wire.nack_payload(ranges)))
             self.sock_rr = (self.sock_rr + 1) % self.ep.k
             if self.ep.send(self.sock_rr, p, memoryview(dgram)):
                 self.nacks += 1
@@ -141,6 +141,10 @@ class Repairs:
             rs.asks[key] = rs.asks.get(key, 0) + 1
 
     # ---- the stop rule and the TCP control channel ---------------------------------------------
+
+    def _sealed(self, dgram: bytes) -> bytes:
+        """A control datagram as this job sends it: with its MAC when integrity is on."""
+        return dgram if self.mac is None else self.mac.seal(dgram)
 
     def _control_send(self, rs: RoundState, peer: int, dgram: bytes) -> bool:
         """One control message to `peer`, on the channel the round's policy uses."""
@@ -158,8 +162,10 @@ class Repairs:
 
     def _say_stop(self, rs: RoundState, peer: int, stage: int, now: float) -> None:
         shard = self.me if stage == wire.SCATTER else peer
-        dgram = wire.control_datagram(
-            wire.STOP, stage, self.job_token, rs.round, self.me, shard, rs.eps_id
+        dgram = self._sealed(
+            wire.control_datagram(
+                wire.STOP, stage, self.job_token, rs.round, self.me, shard, rs.eps_id
+            )
         )
         self._control_send(rs, peer, dgram)
         rs.stop_sent[(peer, stage)] = now
@@ -231,10 +237,10 @@ class Repairs:
         shard = self.me if stage == wire.SCATTER else p
         for i in range(0, len(ranges), self.max_ranges):
             part = ranges[i : i + self.max_ranges]
-            dgram = wire.control_datagram(
+            dgram = self._sealed(wire.control_datagram(
                 wire.NACK, stage, self.job_token, rs.round, self.me, shard, rs.eps_id,
                 wire.nack_payload(part), len(part),
-            )  # fmt: skip
+            ))  # fmt: skip
             if self.links.send(p, dgram):
                 self.nacks += 1
         rs.asks[(p, stage)] = rs.asks.get((p, stage), 0) + 1
@@ -245,7 +251,9 @@ class Repairs:
         rs = job.rs
         if (job.peer, job.stage) in rs.stopped:
             return
-        dgram = wire.control_datagram(
-            wire.PROBE, job.stage, self.job_token, rs.round, self.me, job.shard, rs.eps_id
+        dgram = self._sealed(
+            wire.control_datagram(
+                wire.PROBE, job.stage, self.job_token, rs.round, self.me, job.shard, rs.eps_id
+            )
         )
         self.links.send(job.peer, dgram)

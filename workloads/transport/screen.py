@@ -9,14 +9,13 @@ poisoned element, the honest ones too, and spend those peers' repair budgets (a 
 NaN burst then stopped a reliable round for good).
 
 Scatter values are summed over N ranks and dblp rescales a sum of c of them by N / c, so each
-must stay below FLT_MAX / N: then no sum and no rescale reaches Inf. A gathered value is a
-finished sum, copied as it is: finite is enough. A rank's own values are its own business
+must stay below FLT_MAX / N: then no sum and no rescale reaches Inf. Gathered values (finished
+sums) are held to the same bound: a real gradient sum that large has diverged anyway, and one
+rule for both stages is one thing to check in C. A rank's own values are its own business
 and are not screened (N x own fills a missing gathered element).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -25,11 +24,12 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 def value_bounds(world: int) -> tuple[float, float]:
     """The bound of each stage, indexed by wire.SCATTER (0) and wire.GATHER (1): a datagram's
-    values are used only if every |x| < bound."""
-    b = np.float32(FLT_MAX / world)  # as float32, so the compiled path compares the same
+    values are used only if every |x| < bound. FLT_MAX / N rounded down to a float32, so the
+    compiled path compares against the very same number."""
+    b = np.float32(FLT_MAX / world)
     if float(b) > FLT_MAX / world:
         b = np.nextafter(b, np.float32(0))
-    return float(b), math.inf
+    return float(b), float(b)
 
 
 def screen(vals: np.ndarray, bound: float) -> str | None:

@@ -30,7 +30,7 @@ class Sender:
             return None
         job = dq[0]
         cnt = min(self.per_pkt, job.src.size // 4 - job.indices[job.pos] * self.per_pkt)
-        return wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
+        return self.body + 4 * cnt + WIRE_OVERHEAD
 
     def _wants(self) -> dict[int, int]:
         wants = {}
@@ -165,6 +165,8 @@ class Sender:
                 queued[i] = False
         nb = 4 * cnt
         hdr = self.ep.batches[s].add(job.peer, job.addr + 4 * off, nb)
+        if self.mac is not None:
+            flags |= wire.FLAG_MAC
         wire.pack_header_into(
             hdr,
             wire.DATA,
@@ -179,4 +181,6 @@ class Sender:
             rs.eps_id,
             rs.policy.header_budget_us(),
         )
+        if self.mac is not None:
+            self.mac.sign_into(hdr, job.src[4 * off : 4 * off + nb])
         staged.append((nb, job.first))
