@@ -109,7 +109,7 @@ def close(ranks) -> None:
 
 @pytest.mark.timeout(300)
 def test_a_whole_shard_nack_storm_costs_rounds_at_most_a_fifth_more():
-    n_elems, rounds = 300_000, 14
+    n_elems, block = 300_000, 7
     ranks, inputs, token, cfg = job("reliable", 21, n_elems)
     lay = Layout(n_elems, WORLD, wire.elems_per_packet(cfg.mtu))
     max_ranges = wire.ranges_per_nack(cfg.mtu)
@@ -131,32 +131,41 @@ def test_a_whole_shard_nack_storm_costs_rounds_at_most_a_fifth_more():
                         out.append((q, p, dgram))
         return out
 
+    # Calm and attacked blocks alternate, so a change in the shared machine's load between
+    # them weighs on both; medians over 2 x `block` rounds each.
+    calm, attacked, t = [], [], 2
+    forgers = []
     try:
         run_rounds(ranks, inputs, 0, 2)  # warm up
-        calm = run_rounds(ranks, inputs, 2, rounds)
-        # 100 storms a second: 100 whole-shard NACKs of each kind into each rank
-        forger = Forger(ranks, lambda rnd: storm(rnd), rate=100.0 / 4)
-        forger.start()
-        try:
-            attacked = run_rounds(ranks, inputs, 2 + rounds, rounds)
-        finally:
-            forger.stop.set()
-            forger.join(5)
+        for _ in range(2):
+            calm += run_rounds(ranks, inputs, t, block)
+            t += block
+            # 100 storms a second: 100 whole-shard NACKs of each kind into each rank
+            forger = Forger(ranks, storm, rate=100.0 / 4)
+            forgers.append(forger)
+            forger.start()
+            try:
+                attacked += run_rounds(ranks, inputs, t, block)
+                check_exact(attacked[-block:], inputs, t)
+            finally:
+                forger.stop.set()
+                forger.join(5)
+            t += block
     finally:
         close(ranks)
+    sent = sum(f.sent for f in forgers)
 
     def medians(rs):
         return statistics.median(max(st.latency_ms for _, st in per_rank) for per_rank in rs)
 
     calm_ms, attacked_ms = medians(calm), medians(attacked)
     print(f"\nNACK storm: calm median {calm_ms:.1f} ms, attacked {attacked_ms:.1f} ms "
-          f"({forger.sent} forged NACKs); suspect {suspects(attacked)}; repairs sent "
+          f"({sent} forged NACKs); suspect {suspects(attacked)}; repairs sent "
           f"{sum(st.retx_pkts for pr in attacked for _, st in pr)}, CPU ms "
           f"{statistics.median(sum(st.cpu_ms for _, st in pr) for pr in calm):.1f} -> "
           f"{statistics.median(sum(st.cpu_ms for _, st in pr) for pr in attacked):.1f}"
     )  # fmt: skip
-    check_exact(attacked, inputs, 2 + rounds)
-    assert forger.sent > 100
+    assert sent > 100
     assert suspects(attacked).get("nack_order", 0) > 0
     assert attacked_ms <= 1.2 * calm_ms, (calm_ms, attacked_ms)
 
