@@ -229,6 +229,18 @@ def test_compiled_staging_writes_what_the_per_packet_staging_writes(n_elems):
                 flags = [wire.HEADER.unpack_from(h)[4] for h, *_ in want]
                 assert (flags[-1] == wire.FLAG_LAST) == (start + m == npk)
                 batch.n = 0
+                # The same packets as a repair run: FLAG_REPAIR on each, never FLAG_LAST.
+                ids = list(range(start, start + m))
+                rep = SendJob(peer, rs, stage, shard, src, ids, first=False, addr=src.ctypes.data)
+                for i in ids:
+                    engine._stage_data(rep, i, 1, [])
+                want = _snapshot(batch)
+                batch.n = 0
+                rep.pos = 0
+                engine.tx.stage_repairs(1, rep, m, rs.policy.header_budget_us())
+                assert _snapshot(batch) == want
+                assert {wire.HEADER.unpack_from(h)[4] for h, *_ in want} == {wire.FLAG_REPAIR}
+                batch.n = 0
     finally:
         for ep in eps:
             ep.close()

@@ -141,6 +141,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                 job_token, self.expect,
             )  # fmt: skip
             self.rx.on_seen = self._moved_on
+            self.rx.on_count = self._count
             self.tx = fastpath.TxFast(endpoint.batches, job_token, rank, self.per_pkt)
         #: which data path runs (run.json's transport_params say it)
         self.fastpath = "compiled" if self.rx is not None else "python"
@@ -200,6 +201,9 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             for req in self._outstanding():
                 req.error = e
                 req.done.set()
+
+    def _count(self, why: str, n: int) -> None:
+        self.reasons[why] += n
 
     def _outstanding(self) -> list[Request]:
         out = [self.active_req] if self.active_req is not None else []

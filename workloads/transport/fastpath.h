@@ -34,7 +34,7 @@ typedef struct {
     uint64_t *expect;
     /* what the accepted datagrams did, summed until the caller reads and clears them */
     uint64_t sc_elems, ga_elems;
-    uint32_t pkts, eps_mismatch;
+    uint32_t pkts, eps_mismatch, dups;
     /* per sender, for the whole round: its latest budget and whether its LAST packet came in
      * each stage, and whether any of its DATA was taken in each stage (the sender has moved
      * on: RoundState.moved_on); `news` counts changes to any since the caller last cleared it */
