@@ -8,7 +8,8 @@ rank that finished a round still answers its peers' NACKs for the last HISTORY r
 Trust: a datagram is used only if it carries the job's token, comes from the address and port
 of the member its header names (the rendezvous table; the header's rank alone is a claim),
 belongs to the current round or a small window around it, and (DATA) holds values that pass
-screen.py (finite, and below FLT_MAX / N in the scatter). Everything else is dropped and
+screen.py (finite, and below FLT_MAX / N), and with `--integrity mac` the job's MAC
+(integrity.py; the token alone is in clear in every datagram). Everything else is dropped and
 counted by reason, each datagram alone; NACK answers go only to verified members and are
 bounded per round, so a NACK cannot be turned into an amplifier.
 
