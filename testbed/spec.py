@@ -81,6 +81,7 @@ LATE_FIELDS = frozenset(
         "control",
         "p_low",
         "p_gap",
+        "integrity",
     }
 )
 #: The fields that describe the network (`testbed topo` takes these).

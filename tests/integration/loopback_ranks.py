@@ -11,16 +11,21 @@ from collections.abc import Callable
 
 from workloads.transport import wire
 from workloads.transport.config import TransportConfig
+from workloads.transport.integrity import new_mac_key
 from workloads.transport.tar import TransposeAllReduce
 
 
 def loopback_job(
     world: int, policy: str, cfg: TransportConfig, token: int | None = None
 ) -> list[TransposeAllReduce]:
-    """`world` ranks on 127.0.0.1 sharing one job token (a fresh one unless given)."""
+    """`world` ranks on 127.0.0.1 sharing one job token (a fresh one unless given) and, with
+    integrity mac, one MAC key."""
     token = token or wire.new_job_token()
+    key = new_mac_key() if cfg.integrity == "mac" else None
     return [
-        TransposeAllReduce(r, world, ["127.0.0.1"] * world, policy, cfg, job_token=token)
+        TransposeAllReduce(
+            r, world, ["127.0.0.1"] * world, policy, cfg, job_token=token, mac_key=key
+        )
         for r in range(world)
     ]
 

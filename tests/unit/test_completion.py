@@ -229,8 +229,11 @@ def test_tail_wait_grows_with_p50():
     assert pol.verdict(p, 0.049).recheck_at == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_a_non_finite_scatter_packet_is_taken_back_before_the_stage_ends(bad):
+@pytest.mark.parametrize(
+    ("bad", "why"), [(np.nan, "nonfinite"), (np.inf, "nonfinite"), (-np.inf, "nonfinite"),
+                     (3e38, "overflow"), (-1e38, "overflow")],
+)  # fmt: skip
+def test_a_screened_scatter_datagram_is_dropped_alone_and_stays_missing(bad, why):
     rs = make_round(40, world=4, me=0, per_pkt=10)  # 10 elements per shard, 1 packet each
     for src in (1, 2, 3):
         vals = np.ones(10, "<f4")
@@ -238,24 +241,44 @@ def test_a_non_finite_scatter_packet_is_taken_back_before_the_stage_ends(bad):
             vals[3] = bad
         h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 0, 0, 1, 0, src, 0, 0, 10, 0, 0)
         buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
+        assert rs.accept(h, buf, 0.001) == (why if src == 2 else None)
+    # The honest contributions stay; only rank 2's packet is missing, to be asked for again.
+    assert np.array_equal(rs.partial, np.arange(10, dtype=np.float32) + 2)
+    assert rs.sc.missing == 10 and rs.pkts_received == 2
+    assert rs.missing_ranges(wire.SCATTER, 2) == [(0, 10)]
+    assert rs.missing_ranges(wire.SCATTER, 1) == []
+    # A good copy of the same packet (the repair) is then taken.
+    h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 0, 0, 1, 0, 2, 0, 0, 10, 0, 0)
+    buf = np.frombuffer(wire.encode(h, np.ones(10, "<f4").tobytes()), np.uint8).copy()
+    assert rs.accept(h, buf, 0.002) is None and rs.sc.missing == 0
+
+
+def test_scatter_values_just_below_flt_max_over_n_cannot_overflow_a_rescale():
+    rs = make_round(40, world=4, me=0, per_pkt=10)
+    big = np.float32(rs.bounds[wire.SCATTER])
+    assert float(big) * 4 <= float(np.finfo(np.float32).max)
+    h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 0, 0, 1, 0, 1, 0, 0, 10, 0, 0)
+    over = np.full(10, big, "<f4")
+    assert rs.accept(h, np.frombuffer(wire.encode(h, over.tobytes()), np.uint8).copy(), 0) == (
+        "overflow"
+    )
+    under = np.full(10, np.nextafter(big, np.float32(0)), "<f4")
+    for src in (1, 2, 3):
+        h = h._replace(src=src)
+        buf = np.frombuffer(wire.encode(h, under.tobytes()), np.uint8).copy()
         assert rs.accept(h, buf, 0.001) is None
-    assert rs.sc.missing == 0
-    assert rs.screen(wire.SCATTER) == 1
-    assert np.array_equal(rs.partial, np.arange(10, dtype=np.float32))  # own values only
-    assert rs.sc.missing == 30 and rs.pkts_received == 0  # every contribution missing again
-    assert rs.missing_ranges(wire.SCATTER, 1) == [(0, 10)]  # NACKed, then repaired or lost
-    assert rs.screen(wire.SCATTER) == 0
+    rs.end_scatter(0.002, cap_hit=False)
+    assert np.isfinite(rs.out).all()
 
 
-def test_a_non_finite_gathered_packet_counts_as_missing():
+def test_a_non_finite_gathered_datagram_is_dropped_and_counts_as_missing():
     rs = make_round(40, world=4, me=0, per_pkt=10)
     rs.end_scatter(0.001, cap_hit=False)
     for src in (1, 2, 3):
-        vals = np.full(10, np.nan if src == 3 else 2.0, "<f4")
+        vals = np.full(10, np.nan if src == 3 else 1e37, "<f4")
         h = wire.Header(wire.MAGIC, wire.VERSION, wire.DATA, 1, 0, 1, 0, src, src, 0, 10, 0, 0)
         buf = np.frombuffer(wire.encode(h, vals.tobytes()), np.uint8).copy()
-        assert rs.accept(h, buf, 0.002) is None
-    assert rs.screen(wire.GATHER) == 1
+        assert rs.accept(h, buf, 0.002) == ("nonfinite" if src == 3 else None)
     assert rs.ga.missing == 10 and rs.missing_ranges(wire.GATHER, 3) == [(0, 10)]
     rs.finish()
     assert np.isfinite(rs.out).all()

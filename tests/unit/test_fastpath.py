@@ -23,6 +23,7 @@ from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import Engine
 from workloads.transport.layout import Layout
 from workloads.transport.roundstate import STAGE_GATHER, RoundState, SendJob, Timing
+from workloads.transport.screen import value_bounds
 
 pytestmark = pytest.mark.skipif(
     not fastpath.available(), reason="workloads.transport._fastpath not built"
@@ -80,7 +81,8 @@ def _valid(rs: RoundState, rng: np.random.Generator) -> tuple[int, wire.Header, 
 
 
 MUTATIONS = ("token", "src", "round", "shard", "count", "offset", "flags", "stage", "kind",
-             "magic", "version", "short", "long", "wrong_socket", "nack", "future")  # fmt: skip
+             "magic", "version", "short", "long", "wrong_socket", "nack", "future",
+             "nan", "huge", "edge")  # fmt: skip
 
 
 def _mutate(h: wire.Header, payload: bytes, src: int, what: str, rng) -> tuple[int, bytes]:
@@ -110,6 +112,12 @@ def _mutate(h: wire.Header, payload: bytes, src: int, what: str, rng) -> tuple[i
         f["magic"] ^= 0xFF
     elif what == "version":
         f["version"] = 1
+    elif what in ("nan", "huge", "edge"):  # screen.py: both paths drop the first two alone
+        vals = np.frombuffer(payload, "<f4").copy()
+        bound = np.float32(value_bounds(WORLD)[f["stage"]])
+        edge = np.nextafter(bound, np.float32(0))
+        vals[int(rng.integers(len(vals)))] = {"nan": np.nan, "huge": -bound, "edge": edge}[what]
+        payload = vals.tobytes()
     elif what == "nack":
         f.update(kind=wire.NACK, flags=0, offset=0, count=1, timeout_us=0,
                  shard=src if f["stage"] == wire.SCATTER else ME)  # fmt: skip
@@ -173,7 +181,9 @@ def test_compiled_and_python_receive_paths_agree_on_every_datagram(seed):
             assert _state(jobs[1][0]) == _state(jobs[0][0]), f"batch {batch}"
         py = _state(jobs[0][0])
         assert py["pkts"] > 150 and sum(py["reasons"].values()) > 50  # both kinds happened
-        assert {"duplicate", "job_token", "source", "late"} <= set(py["reasons"])
+        assert {"duplicate", "job_token", "source", "late", "nonfinite", "overflow"} <= set(
+            py["reasons"]
+        )
     finally:
         for _, eps in jobs:
             for ep in eps:
@@ -218,6 +228,18 @@ def test_compiled_staging_writes_what_the_per_packet_staging_writes(n_elems):
                 assert nbytes == sum(nb for nb, _ in staged)
                 flags = [wire.HEADER.unpack_from(h)[4] for h, *_ in want]
                 assert (flags[-1] == wire.FLAG_LAST) == (start + m == npk)
+                batch.n = 0
+                # The same packets as a repair run: FLAG_REPAIR on each, never FLAG_LAST.
+                ids = list(range(start, start + m))
+                rep = SendJob(peer, rs, stage, shard, src, ids, first=False, addr=src.ctypes.data)
+                for i in ids:
+                    engine._stage_data(rep, i, 1, [])
+                want = _snapshot(batch)
+                batch.n = 0
+                rep.pos = 0
+                engine.tx.stage_repairs(1, rep, m, rs.policy.header_budget_us())
+                assert _snapshot(batch) == want
+                assert {wire.HEADER.unpack_from(h)[4] for h, *_ in want} == {wire.FLAG_REPAIR}
                 batch.n = 0
     finally:
         for ep in eps:

@@ -110,6 +110,14 @@ class TransportConfig:
         "is built; off: the Python path alone, for an A/B.",
     )  # fmt: skip
 
+    #: a keyed MAC on every datagram (integrity.py): forged datagrams from a member's address
+    #: are rejected even by a sender that knows the token; costs CPU, runs the Python path
+    integrity: Literal["off", "mac"] = knob(
+        "off", "UDP transports: a keyed MAC on every datagram (BLAKE2b, key drawn at "
+        "rendezvous), so a host that can spoof a member's address but lacks the key cannot "
+        "inject; off: the job token alone (sent in clear). mac runs the Python data path.",
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         # time_scale first: the dilated knobs' bounds move with it
         for k in sorted(knobs(), key=lambda k: k.name != "time_scale"):

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from workloads.transport.config import TransportConfig
 from workloads.transport.mmsg import RecvRing, SendBatch
-from workloads.transport.wire import HEADER_BYTES, IP_UDP_BYTES
+from workloads.transport.wire import IP_UDP_BYTES, body_offset
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,11 @@ class Endpoint:
         # Receive slots for one recvmmsg; one send batch per socket (a socket's peers differ).
         self.ring = RecvRing(RECV_SLOTS, config.mtu - IP_UDP_BYTES + 64)
         self.batches = [
-            SendBatch(SEND_SLOTS, HEADER_BYTES, [self.dest[p][i] for p in range(self.world)])
+            SendBatch(
+                SEND_SLOTS,
+                body_offset(config.integrity == "mac"),  # the header, and the MAC's room
+                [self.dest[p][i] for p in range(self.world)],
+            )
             for i in range(self.k)
         ]
 

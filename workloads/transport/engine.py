@@ -7,9 +7,11 @@ rank that finished a round still answers its peers' NACKs for the last HISTORY r
 
 Trust: a datagram is used only if it carries the job's token, comes from the address and port
 of the member its header names (the rendezvous table; the header's rank alone is a claim),
-belongs to the current round or a small window around it, and (DATA) holds finite values.
-Everything else is dropped and counted by reason; NACK answers go only to verified members and
-are bounded per round, so a NACK cannot be turned into an amplifier.
+belongs to the current round or a small window around it, and (DATA) holds values that pass
+screen.py (finite, and below FLT_MAX / N), and with `--integrity mac` the job's MAC
+(integrity.py; the token alone is in clear in every datagram). Everything else is dropped and
+counted by reason, each datagram alone; NACK answers go only to verified members and are
+bounded per round, so a NACK cannot be turned into an amplifier.
 
 Here: the loop and the life of a round (start, advance stage by stage, finish). The sides the
 loop drives are mixins over the same state: receive.py, send.py, repair.py.
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.transport import fastpath, wire
-from workloads.transport.completion import CompletionPolicy, Verdict
+from workloads.transport.completion import CompletionPolicy
 from workloads.transport.config import TransportConfig
 from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
+from workloads.transport.integrity import Mac
 from workloads.transport.layout import Layout
 from workloads.transport.mmsg import source_key
 from workloads.transport.pacer import Pacer
@@ -59,7 +62,7 @@ PACE_BATCH = 4
 #: pacer may wake it sooner): half the smallest idle gap, so no idle is misjudged.
 MIN_PASS_S = 0.001
 #: Rejections that are ordinary protocol life, not suspect input (not counted as bad).
-NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round"))
+NOT_BAD = frozenset(("late", "duplicate", "injected", "unknown_round", "amplification"))
 
 
 @dataclass
@@ -87,12 +90,18 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         config: TransportConfig,
         job_token: int,
         links: ControlLinks | None = None,
+        mac_key: bytes | None = None,
     ) -> None:
         super().__init__(name=f"tar-engine-{rank}", daemon=True)
         self.me, self.world, self.ep, self.cfg = rank, world, endpoint, config
         self.peers = [p for p in range(world) if p != rank]
-        self.per_pkt = wire.elems_per_packet(config.mtu)
-        self.max_ranges = wire.ranges_per_nack(config.mtu)
+        mac = config.integrity == "mac"
+        if mac and mac_key is None:
+            raise ValueError("integrity mac needs the job's MAC key (drawn at rendezvous)")
+        self.mac = Mac(mac_key) if mac else None
+        self.per_pkt = wire.elems_per_packet(config.mtu, mac)
+        self.body = wire.body_offset(mac)  # where a datagram's payload begins
+        self.max_ranges = wire.ranges_per_nack(config.mtu, mac)
         self.pacer = Pacer(self.peers, config.rate_mbps, time.monotonic())
         self.queues: dict[int, deque[SendJob]] = {p: deque() for p in self.peers}
         self.requests: queue.SimpleQueue[Request] = queue.SimpleQueue()
@@ -120,17 +129,20 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         self.skipped = [0, 0]  # payload bytes not sent, by stage, because a receiver said STOP
         self.reasons: Counter[str] = Counter()
         self.job_token = job_token
-        self.decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu)
+        decode = wire.decoder(job_token=job_token, world=world, me=rank, mtu=config.mtu, mac=mac)
+        self.decode = self.mac.checked(decode) if self.mac else decode
         # expect[i][r]: the source key of rank r's socket i, the only one that sends to our i.
         self.expect = [
             [source_key(*endpoint.dest[r][i]) for r in range(world)] for i in range(endpoint.k)
         ]
         self.rx = self.tx = None
-        if config.fastpath and fastpath.available():
+        if config.fastpath and fastpath.available() and not mac:  # C checks no MAC
             self.rx = fastpath.RxFast(
                 endpoint.ring, world, rank, self.per_pkt, config.mtu - wire.IP_UDP_BYTES,
                 job_token, self.expect,
             )  # fmt: skip
+            self.rx.on_seen = self._moved_on
+            self.rx.on_count = self._count
             self.tx = fastpath.TxFast(endpoint.batches, job_token, rank, self.per_pkt)
         #: which data path runs (run.json's transport_params say it)
         self.fastpath = "compiled" if self.rx is not None else "python"
@@ -190,6 +202,9 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
             for req in self._outstanding():
                 req.error = e
                 req.done.set()
+
+    def _count(self, why: str, n: int) -> None:
+        self.reasons[why] += n
 
     def _outstanding(self) -> list[Request]:
         out = [self.active_req] if self.active_req is not None else []
@@ -270,7 +285,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         rs.recheck_at = None
         nacks = pol.control == "udp"  # over tcp, probes ask for the bitmaps
         if rs.stage == STAGE_SCATTER:
-            v = self._screened_verdict(rs, wire.SCATTER, now)
+            v = pol.verdict(rs.sc, now)
             if v.nack and nacks:
                 self._send_nacks(rs, wire.SCATTER, now)
             if not v.done:
@@ -284,7 +299,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                     for p in self.peers:
                         self._queue_first(rs, p, wire.GATHER, self.me, rs.reduced, 0)
         if rs.stage == STAGE_GATHER:
-            v = self._screened_verdict(rs, wire.GATHER, now)
+            v = pol.verdict(rs.ga, now)
             if v.nack and nacks:
                 self._send_nacks(rs, wire.GATHER, now)
             if not v.done:
@@ -305,18 +320,6 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
                 f"{now - rs.t_start:.1f} s: missing scatter {rs.sc.missing} / gather "
                 f"{rs.ga.missing} elements (is every rank alive and calling allreduce?)"
             )
-
-    def _screened_verdict(self, rs: RoundState, stage: int, now: float) -> Verdict:
-        """The policy's verdict on a stage; before it may end, non-finite packets are taken
-        back (counted as suspect) and the policy asked again with them missing."""
-        prog = rs.sc if stage == wire.SCATTER else rs.ga
-        v = rs.policy.verdict(prog, now)
-        if v.done:
-            bad = rs.screen(stage)
-            if bad:
-                self.reasons["nonfinite"] += bad
-                v = rs.policy.verdict(prog, now)
-        return v
 
     @staticmethod
     def _hold_bound(rs: RoundState, recheck: float | None, stage: int, now: float) -> float | None:

@@ -5,8 +5,9 @@
  * the active round, from the member its header names, new and in range, it does what
  * wire.decoder + Engine._dispatch + RoundState.accept would do (mark it received, add the
  * scatter payload into the partial sum or copy the gathered payload into the output) and
- * counts it. Every other datagram (NACKs, other rounds, duplicates, anything malformed) is
- * handed back by index to the Python path, which stays the specification: it decodes the
+ * counts it; a duplicate of such a packet it counts and drops. Every other datagram (NACKs,
+ * other rounds, values screen.py rejects, anything malformed) is handed back by index to the Python path, which stays the
+ * specification: it decodes the
  * datagram again and counts why it was rejected. So this file can only ever accept less than
  * the Python path would, never more; tests/unit/test_fastpath.py checks the two agree.
  *
@@ -65,10 +66,25 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
         uint32_t i = offset / r->per_pkt;
         int64_t left = (int64_t)r->length[shard] - (int64_t)offset;
         int64_t want = (int64_t)r->per_pkt < left ? (int64_t)r->per_pkt : left;
-        if (got == NULL || i >= r->npkts[shard] || (int64_t)count != want || got[i])
+        if (got == NULL || i >= r->npkts[shard] || (int64_t)count != want)
             goto python;
+        if (got[i]) { /* a duplicate (a repair that crossed, or a replay): counted, as accept does */
+            r->dups += 1;
+            r->rx_bytes[src] += len;
+            if (u32(b + WIRE_OFF_EPS_ID) != r->eps_id)
+                r->eps_mismatch += 1;
+            continue;
+        }
         const uint8_t *payload = b + HDR;
+        float bound = stage == 0 ? r->sc_bound : r->ga_bound;
+        for (uint32_t j = 0; j < count; j++) {
+            float v;
+            memcpy(&v, payload + 4u * j, 4); /* the payload need not be 4-aligned */
+            if (!(v < bound && v > -bound))
+                goto python; /* non-finite or too large: the Python path drops and counts it */
+        }
         got[i] = 1;
+        r->rx_bytes[src] += len;
         if (stage == 0) {
             float *acc = r->partial + offset;
             for (uint32_t j = 0; j < count; j++) {
@@ -89,6 +105,11 @@ int rx_take(rx_round *r, const uint8_t *bufs, size_t slot_bytes, const uint8_t *
                 r->ga_last[src] = 1;
                 r->news += 1;
             }
+        }
+        uint8_t *seen = stage == 0 ? r->sc_seen : r->ga_seen;
+        if (!seen[src]) {
+            seen[src] = 1;
+            r->news += 1;
         }
         r->pkts += 1;
         if (u32(b + WIRE_OFF_EPS_ID) != r->eps_id)

@@ -21,6 +21,10 @@ typedef struct {
     uint32_t world, me, per_pkt, max_bytes;
     uint32_t round, eps_id;
     int32_t scatter_open, gather_open;
+    /* screen.py: a value is taken only if -bound < v < bound (NaN fails), per stage */
+    float sc_bound, ga_bound;
+    /* bytes of the datagrams taken, per sender, for the whole round (RoundState.rx_bytes) */
+    uint64_t *rx_bytes;
     float *partial;
     int32_t *sc_count;
     float *out;
@@ -30,11 +34,12 @@ typedef struct {
     uint64_t *expect;
     /* what the accepted datagrams did, summed until the caller reads and clears them */
     uint64_t sc_elems, ga_elems;
-    uint32_t pkts, eps_mismatch;
+    uint32_t pkts, eps_mismatch, dups;
     /* per sender, for the whole round: its latest budget and whether its LAST packet came in
-     * each stage; `news` counts changes to either since the caller last cleared it */
+     * each stage, and whether any of its DATA was taken in each stage (the sender has moved
+     * on: RoundState.moved_on); `news` counts changes to any since the caller last cleared it */
     uint32_t *budget_us;
-    uint8_t *sc_last, *ga_last;
+    uint8_t *sc_last, *ga_last, *sc_seen, *ga_seen;
     uint32_t news;
 } rx_round;
 

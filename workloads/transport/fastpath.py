@@ -103,6 +103,14 @@ class RxFast:
         self.budget = np.zeros(world, dtype=np.uint32)
         self.sc_last = np.zeros(world, dtype=np.uint8)
         self.ga_last = np.zeros(world, dtype=np.uint8)
+        self.seen = (np.zeros(world, dtype=np.uint8), np.zeros(world, dtype=np.uint8))
+        r.sc_seen, r.ga_seen = (_ptr("uint8_t *", a) for a in self.seen)
+        #: called as on_seen(rs, src, stage) the first time a round takes DATA of a stage
+        #: from src (the engine's Repairs._moved_on), as the Python path does
+        self.on_seen = lambda rs, src, stage: None
+        #: called as on_count(reason, n) for datagrams dropped here (duplicates), so the
+        #: engine counts them by the reason its Python path would give
+        self.on_count = lambda why, n: None
         r.budget_us = _ptr("uint32_t *", self.budget)
         r.sc_last = _ptr("uint8_t *", self.sc_last)
         r.ga_last = _ptr("uint8_t *", self.ga_last)
@@ -130,10 +138,12 @@ class RxFast:
         )
         r.start, r.length, r.npkts = (_ptr("uint32_t *", a) for a in self._geom)
         r.round, r.eps_id = rs.round & 0xFFFFFFFF, rs.eps_id & 0xFFFFFFFF
+        r.sc_bound, r.ga_bound = rs.bounds
+        r.rx_bytes = _ptr("uint64_t *", rs.rx_bytes)
         r.partial = _ptr("float *", rs.partial)
         r.sc_count = _ptr("int32_t *", rs.sc_count)
         r.out = _ptr("float *", rs.out)
-        for a in (self.budget, self.sc_last, self.ga_last):
+        for a in (self.budget, self.sc_last, self.ga_last, *self.seen):
             a[:] = 0  # per round, as the round's own dict and sets are
         r.news = 0
         for p in range(self.world):
@@ -155,7 +165,7 @@ class RxFast:
         r.scatter_open = rs.stage == STAGE_SCATTER
         r.gather_open = rs.stage not in (STAGE_DRAIN, STAGE_DONE)
         nslow = lib.rx_take(r, *self._ring, n, self._slow)
-        if r.pkts:
+        if r.pkts or r.dups:
             self._apply(rs, now)
         return self.slow[:nslow]
 
@@ -170,12 +180,18 @@ class RxFast:
             rs.ga.last_rx = now
         rs.pkts_received += r.pkts
         rs.eps_mismatch += r.eps_mismatch
-        r.sc_elems = r.ga_elems = r.pkts = r.eps_mismatch = 0
+        if r.dups:
+            self.on_count("duplicate", r.dups)
+        r.sc_elems = r.ga_elems = r.pkts = r.eps_mismatch = r.dups = 0
         if r.news:
             r.news = 0
             budgets = rs.sc.peer_budgets_s  # one dict, shared by both stages
             for src in np.flatnonzero(self.budget).tolist():
                 budgets[src] = int(self.budget[src]) / 1e6
+            for stage, seen in enumerate(self.seen):
+                for src in np.flatnonzero(seen).tolist():
+                    if (src, stage) not in rs.moved_on:
+                        self.on_seen(rs, src, stage)
             stages = ((self.sc_last, rs.sc, rs.sc_last), (self.ga_last, rs.ga, rs.ga_last))
             for flags, prog, last in stages:
                 for src in np.flatnonzero(flags).tolist():
@@ -208,25 +224,33 @@ class TxFast:
     def stage(self, sock: int, job, m: int, budget_us: int) -> int:
         """Stage the next m packets of `job` (a first transmission: indices a range) into socket
         `sock`'s batch; return their payload bytes. The caller advances job.pos."""
+        first, last = job.indices[job.pos], len(job.indices) - 1
+        assert job.first and first == job.pos, (job.first, first, job.pos)
+        return self._stage(sock, job, first, m, budget_us, 0, last)
+
+    def stage_repairs(self, sock: int, job, m: int, budget_us: int) -> int:
+        """Stage packets i .. i+m-1 of the shard, i = job.indices[job.pos], for a repair job
+        whose next m indices are those consecutive packets (FLAG_REPAIR, never FLAG_LAST)."""
+        first = job.indices[job.pos]
+        assert not job.first and job.indices[job.pos + m - 1] == first + m - 1
+        return self._stage(sock, job, first, m, budget_us, wire.FLAG_REPAIR, 0xFFFFFFFF)
+
+    def _stage(self, sock: int, job, first: int, m: int, budget_us: int, flags: int,
+               last: int) -> int:  # fmt: skip
         batch = self.batches[sock]
         msgs, iov, hdrs, names = self._geom[sock]
         rs, k0 = job.rs, batch.n
-        wire.pack_header_into(self.tmpl, wire.DATA, job.stage, 0, self.job_token, rs.round,
+        wire.pack_header_into(self.tmpl, wire.DATA, job.stage, flags, self.job_token, rs.round,
                               self.me, job.shard, 0, 0, rs.eps_id, budget_us)  # fmt: skip
-        first = job.indices[job.pos]
-        last = len(job.indices) - 1
-        # tx_stage has no bounds checks; this is what it relies on: a first transmission (its
-        # indices the range 0..last, so packet i is at i x per_pkt), m slots left in the batch,
-        # the m packets all in the job, and the job's last packet inside its shard.
-        assert (
-            job.first
-            and 1 <= m <= batch.slots - k0
-            and first == job.pos
-            and first + m - 1 <= last
-            and last * self.per_pkt < job.src.size // 4
-        ), (job.first, m, k0, batch.slots, first, last, job.src.size)
+        n_elems = job.src.size // 4
+        # tx_stage has no bounds checks; this is what it relies on: m slots left in the batch
+        # and the m packets (packet i at i x per_pkt) all inside the shard; FLAG_LAST goes on
+        # packet `last` only (a first transmission's final one).
+        assert 1 <= m <= batch.slots - k0 and (first + m - 1) * self.per_pkt < n_elems, (
+            m, k0, batch.slots, first, n_elems,
+        )  # fmt: skip
         payload = ffi.cast("uint8_t *", job.addr)
         nbytes = lib.tx_stage(msgs, iov, hdrs, k0, m, names[job.peer], payload, first,
-                              self.per_pkt, job.src.size // 4, self._tmpl, last)  # fmt: skip
+                              self.per_pkt, n_elems, self._tmpl, last)  # fmt: skip
         batch.n = k0 + m
         return nbytes

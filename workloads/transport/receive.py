@@ -104,9 +104,13 @@ class Receiver:
             self.reasons["kind"] += 1  # a probe travels over the TCP link only
             return
         if rs is not None and h.round == rs.round:
+            rs.rx_bytes[h.src] += n
             if h.kind == wire.DATA:
-                why = rs.accept(h, buf, now)
-                if why is not None:
+                why = rs.accept(h, buf, now, self.body)
+                if why is None:
+                    if (h.src, h.stage) not in rs.moved_on:
+                        self._moved_on(rs, h.src, h.stage)
+                else:
                     self.reasons[why] += 1
                     if why == "late":
                         self._restop(rs, h, now)
@@ -114,6 +118,7 @@ class Receiver:
                 self._on_control(rs, h, view, tcp, finished=False)
             return
         if h.round in self.history:
+            self.history[h.round].rx_bytes[h.src] += n
             if h.kind == wire.DATA:
                 self.reasons["late"] += 1
                 self._restop(self.history[h.round], h, now)

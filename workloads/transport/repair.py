@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from workloads.transport import wire
+from workloads.transport.nacks import nack_packets
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.roundstate import (
     STAGE_DONE,
@@ -31,15 +32,25 @@ from workloads.transport.roundstate import (
 #: Repair packets a rank sends one peer for one (round, stage), per packet of the shard: enough
 #: for many NACK rounds at heavy loss, never an open-ended answer to NACKs.
 REPAIR_FACTOR = 8
+#: Repair bytes a rank sends one peer in one round, per byte received from it in that round.
+AMPLIFICATION = 3
 
 
 class Repairs:
     """Engine's NACK methods (see the module docstring for the state they share)."""
 
     def _on_nack(self, rs: RoundState, h: wire.Header, view: memoryview, tcp: bool = False) -> None:
+        """Queue repairs of what a NACK names, first vetted (nacks.py), then cut three ways:
+        packets already waiting in a repair job or not yet sent once are skipped; at most
+        REPAIR_FACTOR x the shard per (round, stage) and peer; and the repairs to a peer in a
+        round never exceed AMPLIFICATION x the bytes received from it in that round (QUIC's
+        anti-amplification rule), so a NACK storm buys its sender little traffic."""
         q, lay = h.src, rs.layout
         if (q, h.stage) in rs.stopped:
             return  # the receiver ended that stage; an older NACK of it asks for nothing now
+        if (q, h.stage) in rs.left:
+            self.reasons["late"] += 1  # q has moved on (`_moved_on`): stale, or forged
+            return
         if h.stage == wire.SCATTER:
             shard, arr, start = q, rs.data, lay.start(q)
         else:
@@ -47,35 +58,47 @@ class Repairs:
                 self.reasons["unknown_round"] += 1  # our gather has not begun; it will come
                 return
             shard, arr, start = self.me, rs.reduced, 0
-        n = lay.length(shard)
-        ranges = wire.nack_ranges(view, h.count)
-        if any(cnt == 0 or off % lay.per_pkt or off + cnt > n for off, cnt in ranges):
-            self.reasons["nack_range"] += 1
+        n, npkts = lay.length(shard), lay.npkts(shard)
+        asked = nack_packets(view, h.count, self.body, n, lay.per_pkt, npkts)
+        if isinstance(asked, str):
+            self.reasons[asked] += 1
             return
         key = (q, h.stage)
-        budget = REPAIR_FACTOR * lay.npkts(shard) - rs.repairs_sent.get(key, 0)
-        if tcp:
-            budget = lay.npkts(shard)  # per answer: every packet at most once
         first = rs.first_jobs.get(key)
-        # Packets the first transmission has still to send (index >= its pos) are not repaired.
-        cut = first.pos if first is not None and first.unsent(first.pos) else None
-        queued = rs.repairs_queued.setdefault(key, set())
-        want: list[int] = []
-        per = lay.per_pkt
-        for off, cnt in ranges:
-            end = -(-(off + cnt) // per)
-            for i in range(off // per, end if cut is None else min(end, cut)):
-                if i not in queued:
-                    if len(want) >= budget:
-                        self.reasons["repair_budget"] += 1
-                        break
-                    queued.add(i)
-                    want.append(i)
-        if want:
-            rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
-            src = arr[start : start + n].view(np.uint8)
-            job = SendJob(q, rs, h.stage, shard, src, want, first=False, addr=src.ctypes.data)
-            self.queues[q].appendleft(job)
+        if first is not None and first.unsent(first.pos):
+            asked[first.pos :] = False  # the first transmission has still to send these
+        queued = rs.repairs_queued.get(key)
+        if queued is None:
+            queued = rs.repairs_queued[key] = np.zeros(npkts, dtype=bool)
+        want = np.flatnonzero(asked & ~queued)
+        if not len(want):
+            return
+        budget = npkts if tcp else REPAIR_FACTOR * npkts - rs.repairs_sent.get(key, 0)
+        pkt_bytes = self.body + 4 * lay.per_pkt
+        earned = (AMPLIFICATION * int(rs.rx_bytes[q]) - int(rs.repair_bytes[q])) // pkt_bytes
+        if len(want) > min(budget, earned):
+            self.reasons["repair_budget" if budget <= earned else "amplification"] += 1
+            want = want[: max(0, min(budget, earned))]
+            if not len(want):
+                return
+        queued[want] = True
+        rs.repairs_sent[key] = rs.repairs_sent.get(key, 0) + len(want)
+        rs.repair_bytes[q] += len(want) * pkt_bytes
+        src = arr[start : start + n].view(np.uint8)
+        job = SendJob(q, rs, h.stage, shard, src, want.tolist(), first=False, addr=src.ctypes.data)
+        self._queue_repair(job, first)
+
+    def _queue_repair(self, job: SendJob, first: SendJob | None) -> None:
+        """Ahead of everything queued for the peer, except the first transmission of the same
+        stage while it is still under way: the receiver needs all of that stage either way,
+        and repairs it asks for (or a forger asks for in its name) never hold it back."""
+        dq = self.queues[job.peer]
+        if first is not None and not first.cancelled and first.pos < len(first.indices):
+            for k, queued in enumerate(dq):
+                if queued is first:
+                    dq.insert(k + 1, job)
+                    return
+        dq.appendleft(job)
 
     def _send_nacks(self, rs: RoundState, stage: int, now: float) -> None:
         """Ask each peer not held back for what it owes, as much as the policy wants."""
@@ -109,7 +132,7 @@ class Repairs:
                 rs.eps_id,
                 0,
             )
-            dgram = wire.encode(hdr, wire.nack_payload(ranges))
+            dgram = self._sealed(wire.encode(hdr, wire.nack_payload(ranges)))
             self.sock_rr = (self.sock_rr + 1) % self.ep.k
             if self.ep.send(self.sock_rr, p, memoryview(dgram)):
                 self.nacks += 1
@@ -118,6 +141,10 @@ class Repairs:
             rs.asks[key] = rs.asks.get(key, 0) + 1
 
     # ---- the stop rule and the TCP control channel ---------------------------------------------
+
+    def _sealed(self, dgram: bytes) -> bytes:
+        """A control datagram as this job sends it: with its MAC when integrity is on."""
+        return dgram if self.mac is None else self.mac.seal(dgram)
 
     def _control_send(self, rs: RoundState, peer: int, dgram: bytes) -> bool:
         """One control message to `peer`, on the channel the round's policy uses."""
@@ -135,8 +162,10 @@ class Repairs:
 
     def _say_stop(self, rs: RoundState, peer: int, stage: int, now: float) -> None:
         shard = self.me if stage == wire.SCATTER else peer
-        dgram = wire.control_datagram(
-            wire.STOP, stage, self.job_token, rs.round, self.me, shard, rs.eps_id
+        dgram = self._sealed(
+            wire.control_datagram(
+                wire.STOP, stage, self.job_token, rs.round, self.me, shard, rs.eps_id
+            )
         )
         self._control_send(rs, peer, dgram)
         rs.stop_sent[(peer, stage)] = now
@@ -148,6 +177,29 @@ class Repairs:
         sent = rs.stop_sent.get(key)
         if sent is not None and rs.policy.control == "udp" and now - sent >= rs.timing.gap_s:
             self._say_stop(rs, h.src, h.stage, now)
+
+    def _moved_on(self, rs: RoundState, q: int, stage: int) -> None:
+        """Round `rs` took its first DATA of `stage` from q: q has left every earlier stage
+        (its gather begins when its scatter ends, and a rank starts a round once the previous
+        one is over), so repairs still queued for those are dropped and their NACKs, stale or
+        forged, are no longer answered. A NACK storm then costs nothing past the stage it
+        names. First transmissions go on (only a STOP ends those)."""
+        rs.moved_on.add((q, stage))
+        if stage == wire.GATHER:
+            self._peer_left(rs, q, wire.SCATTER)
+        for old in self.history.values():
+            if old.round < rs.round:
+                self._peer_left(old, q, wire.SCATTER)
+                self._peer_left(old, q, wire.GATHER)
+
+    def _peer_left(self, rs: RoundState, q: int, stage: int) -> None:
+        if (q, stage) in rs.left:
+            return
+        rs.left.add((q, stage))
+        for job in self.queues[q]:
+            if not job.first and job.rs is rs and job.stage == stage:
+                job.cancelled = True
+        rs.repairs_queued.pop((q, stage), None)
 
     def _on_stop(self, rs: RoundState, h: wire.Header) -> None:
         """The receiver `h.src` ended stage `h.stage`: cancel what this rank still had to send
@@ -185,10 +237,10 @@ class Repairs:
         shard = self.me if stage == wire.SCATTER else p
         for i in range(0, len(ranges), self.max_ranges):
             part = ranges[i : i + self.max_ranges]
-            dgram = wire.control_datagram(
+            dgram = self._sealed(wire.control_datagram(
                 wire.NACK, stage, self.job_token, rs.round, self.me, shard, rs.eps_id,
                 wire.nack_payload(part), len(part),
-            )  # fmt: skip
+            ))  # fmt: skip
             if self.links.send(p, dgram):
                 self.nacks += 1
         rs.asks[(p, stage)] = rs.asks.get((p, stage), 0) + 1
@@ -199,7 +251,9 @@ class Repairs:
         rs = job.rs
         if (job.peer, job.stage) in rs.stopped:
             return
-        dgram = wire.control_datagram(
-            wire.PROBE, job.stage, self.job_token, rs.round, self.me, job.shard, rs.eps_id
+        dgram = self._sealed(
+            wire.control_datagram(
+                wire.PROBE, job.stage, self.job_token, rs.round, self.me, job.shard, rs.eps_id
+            )
         )
         self.links.send(job.peer, dgram)

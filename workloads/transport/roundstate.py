@@ -8,6 +8,7 @@ import numpy as np
 
 from workloads.transport.completion import SCATTER_SHARE, CompletionPolicy, StageProgress
 from workloads.transport.layout import Layout
+from workloads.transport.screen import screen, value_bounds
 from workloads.transport.wire import HEADER_BYTES, SCATTER
 
 STAGE_SCATTER = "scatter"
@@ -82,8 +83,15 @@ class RoundState:
     pkts_received: int = 0
     eps_mismatch: int = 0
     first_jobs: dict[tuple[int, int], SendJob] = field(default_factory=dict)
-    repairs_queued: dict[tuple[int, int], set[int]] = field(default_factory=dict)
+    #: as a sender, per (peer, stage): which packets wait in a repair job (a bool per packet)
+    repairs_queued: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     repairs_sent: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: bytes received from each rank in this round (every datagram from the member it names),
+    #: and wire bytes of repairs queued to it: the anti-amplification rule compares the two
+    rx_bytes: np.ndarray = field(init=False)
+    repair_bytes: np.ndarray = field(init=False)
+    #: per stage (wire.SCATTER, wire.GATHER): a received value is used only below this
+    bounds: tuple[float, float] = field(init=False)
     nack_hold: dict[tuple[int, int], float] = field(default_factory=dict)
     recheck_at: float | None = None
     #: as a receiver: repair requests sent per (peer, stage), and when a STOP last went out
@@ -91,6 +99,10 @@ class RoundState:
     stop_sent: dict[tuple[int, int], float] = field(default_factory=dict)
     #: as a sender: the (peer, stage)s whose receiver said STOP
     stopped: set[tuple[int, int]] = field(default_factory=set)
+    #: as a receiver: the (peer, stage)s of which some DATA was taken (Repairs._moved_on);
+    #: as a sender: the (peer, stage)s that peer has left, as its later DATA shows
+    moved_on: set[tuple[int, int]] = field(default_factory=set)
+    left: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         lay, me, world = self.layout, self.me, self.layout.world
@@ -99,6 +111,9 @@ class RoundState:
         s, n_me = lay.start(me), lay.length(me)
         self.partial = self.data[s : s + n_me].copy()
         self.sc_count = np.ones(lay.npkts(me), dtype=np.int32)
+        self.rx_bytes = np.zeros(world, dtype=np.uint64)
+        self.repair_bytes = np.zeros(world, dtype=np.int64)
+        self.bounds = value_bounds(world)
         for p in peers:
             self.sc_got[p] = np.zeros(lay.npkts(me), dtype=bool)
             self.ga_got[p] = np.zeros(lay.npkts(p), dtype=bool)
@@ -136,8 +151,10 @@ class RoundState:
         )
         self.pkts_expected = len(peers) * lay.npkts(me) + sum(lay.npkts(p) for p in peers)
 
-    def accept(self, h, rbuf: np.ndarray, now: float) -> str | None:
-        """Take one decoded DATA datagram of this round; None if used, else why not."""
+    def accept(self, h, rbuf: np.ndarray, now: float, body: int = HEADER_BYTES) -> str | None:
+        """Take one decoded DATA datagram of this round (its values at byte `body` of `rbuf`);
+        None if used, else why not. Values that fail the screen (screen.py) drop the datagram
+        alone: its packet stays missing, as if lost."""
         if h.eps_id != self.eps_id:
             self.eps_mismatch += 1
         lay = self.layout
@@ -156,7 +173,10 @@ class RoundState:
             return "range"
         if got[i]:
             return "duplicate"
-        vals = rbuf[HEADER_BYTES : HEADER_BYTES + 4 * cnt].view(np.float32)
+        vals = rbuf[body : body + 4 * cnt].view(np.float32)
+        why = screen(vals, self.bounds[h.stage])
+        if why is not None:
+            return why
         got[i] = True
         if h.stage == SCATTER:
             self.partial[off : off + cnt] += vals
@@ -173,50 +193,6 @@ class RoundState:
             last.add(h.src)
             prog.last_seen += 1
         return None
-
-    def screen(self, stage: int) -> int:
-        """Take back every packet of `stage` that brought a non-finite value; return how many.
-
-        Called when a policy is about to end the stage, before its result is used: one
-        vectorised pass over the shard instead of a check per datagram (which cost 5-10% CPU
-        per MiB). A poisoned scatter packet is undone whole (the shard's elements go back to
-        this rank's own values and every peer's contribution to it counts as missing again,
-        to be repaired or lost as the policy says); a poisoned gathered packet counts as
-        missing. Non-finite values of this rank's own data are its own and stay.
-        """
-        lay, per = self.layout, self.layout.per_pkt
-        if stage == SCATTER:
-            s, n = lay.start(self.me), lay.length(self.me)
-            own = self.data[s : s + n]
-            bad = ~np.isfinite(self.partial) & np.isfinite(own)
-            if not bad.any():
-                return 0
-            pkts = np.unique(np.flatnonzero(bad) // per).tolist()
-            for i in pkts:
-                a, b = i * per, min((i + 1) * per, n)
-                self.partial[a:b] = own[a:b]
-                self.sc_count[i] = 1
-                for got in self.sc_got.values():
-                    if got[i]:
-                        got[i] = False
-                        self.sc.received -= b - a
-                        self.pkts_received -= 1
-            return len(pkts)
-        count = 0
-        for j, got in self.ga_got.items():
-            s, n = lay.start(j), lay.length(j)
-            bad = ~np.isfinite(self.out[s : s + n])
-            if not bad.any():
-                continue
-            for i in np.unique(np.flatnonzero(bad) // per).tolist():
-                if got[i]:
-                    a, b = i * per, min((i + 1) * per, n)
-                    self.out[s + a : s + b] = self.data[s + a : s + b]
-                    got[i] = False
-                    self.ga.received -= b - a
-                    self.pkts_received -= 1
-                    count += 1
-        return count
 
     def end_scatter(self, now: float, cap_hit: bool) -> None:
         """Reduce this rank's shard from what arrived and make it the stage's result."""

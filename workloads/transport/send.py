@@ -30,7 +30,7 @@ class Sender:
             return None
         job = dq[0]
         cnt = min(self.per_pkt, job.src.size // 4 - job.indices[job.pos] * self.per_pkt)
-        return wire.HEADER_BYTES + 4 * cnt + WIRE_OVERHEAD
+        return self.body + 4 * cnt + WIRE_OVERHEAD
 
     def _wants(self) -> dict[int, int]:
         wants = {}
@@ -89,7 +89,8 @@ class Sender:
         tokens allow this pass as one run of its first transmission, staged in one C call.
         Per-peer buckets are independent, so each peer gets what its bucket holds at the pass's
         start, as in the per-packet loop (which also refills between packets); the runs are in
-        the order sockets are flushed anyway. Repairs go packet by packet."""
+        the order sockets are flushed anyway. A repair job goes the same way, one run of
+        consecutive packets per C call."""
         pacer, queues, want, tx = self.pacer, self.queues, self._want, self.tx
         pacer.refill(now)
         tokens = pacer.tokens
@@ -106,24 +107,27 @@ class Sender:
                 if need is None or tokens[p] < need:
                     break
                 job = queues[p][0]
-                if not job.first:
-                    i = job.indices[job.pos]
-                    job.pos += 1
-                    if job.pos == len(job.indices):
-                        self._passed(job)
-                    self._stage_data(job, i, sock, staged[sock])
-                    pacer.consume(p, need)
-                    room -= 1
-                    continue
                 m = min(room, len(job.indices) - job.pos, int(tokens[p] // full)) or 1
-                nbytes = tx.stage(sock, job, m, job.rs.policy.header_budget_us())
+                budget = job.rs.policy.header_budget_us()
+                if job.first:
+                    nbytes = tx.stage(sock, job, m, budget)
+                else:  # the run of consecutive packets the repair job has next
+                    idx, pos = job.indices, job.pos
+                    i0, run = idx[pos], 1
+                    while run < m and idx[pos + run] == i0 + run:
+                        run += 1
+                    m = run
+                    nbytes = tx.stage_repairs(sock, job, m, budget)
+                    queued = job.rs.repairs_queued.get((p, job.stage))
+                    if queued is not None:
+                        queued[i0 : i0 + m] = False
                 job.pos += m
                 if job.pos == len(job.indices):
                     self._passed(job)
                 pacer.consume(p, nbytes + m * (wire.HEADER_BYTES + WIRE_OVERHEAD))
                 room -= m
                 last = nbytes - 4 * self.per_pkt * (m - 1)
-                staged[sock] += [(4 * self.per_pkt, True)] * (m - 1) + [(last, True)]
+                staged[sock] += [(4 * self.per_pkt, job.first)] * (m - 1) + [(last, job.first)]
         self._flush(staged)
 
     def _passed(self, job: SendJob) -> None:
@@ -160,9 +164,13 @@ class Sender:
                 flags = wire.FLAG_LAST
         else:
             flags = wire.FLAG_REPAIR
-            rs.repairs_queued.get((job.peer, job.stage), set()).discard(i)
+            queued = rs.repairs_queued.get((job.peer, job.stage))
+            if queued is not None:
+                queued[i] = False
         nb = 4 * cnt
         hdr = self.ep.batches[s].add(job.peer, job.addr + 4 * off, nb)
+        if self.mac is not None:
+            flags |= wire.FLAG_MAC
         wire.pack_header_into(
             hdr,
             wire.DATA,
@@ -177,4 +185,6 @@ class Sender:
             rs.eps_id,
             rs.policy.header_budget_us(),
         )
+        if self.mac is not None:
+            self.mac.sign_into(hdr, job.src[4 * off : 4 * off + nb])
         staged.append((nb, job.first))

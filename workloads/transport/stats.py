@@ -20,8 +20,9 @@ class RoundStats:
     timer wake-ups in the round (woken after it asked to be): set against the protocol's own
     time constants (idle gap, pacer tick), it says whether the CPU distorted the round's
     timing, which the fidelity verdict judges. `suspect` maps a reason to a count of datagrams
-    dropped as suspect input (wrong token, not from the member it names, non-finite values,
-    out of the round window, NACK ranges or repair budget exceeded, ...); `eps_mismatch` is the
+    dropped as suspect input (wrong token, not from the member it names, a wrong MAC,
+    non-finite or overflowing values, out of the round window, malformed or disordered NACK
+    ranges, repair budget exceeded, ...); `eps_mismatch` is the
     one reason whose datagrams were used: a member whose ε decision differed from this rank's.
     skipped_* = payload bytes of each stage this rank did not send because the receiver said
     Stop (first transmissions and repairs; same interval as `bytes`). passes_* = each stage's

@@ -33,6 +33,7 @@ from workloads.transport.config import TransportConfig
 from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import LOSSY_GRACE_S, RELIABLE_GIVE_UP_S, Engine, Request
+from workloads.transport.integrity import KEY_BYTES, new_mac_key
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.roundstate import Timing
 from workloads.transport.stats import RoundStats
@@ -52,6 +53,7 @@ class TransposeAllReduce:
         config: TransportConfig | None = None,
         *,
         job_token: int,
+        mac_key: bytes | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
@@ -63,6 +65,8 @@ class TransposeAllReduce:
             raise ValueError(f"job_token must be a non-zero {wire.TOKEN_BITS}-bit secret")
         self.rank, self.world, self.policy_name = rank, world, policy
         self.config = cfg = config or TransportConfig()
+        if cfg.integrity == "mac" and (mac_key is None or len(mac_key) != KEY_BYTES):
+            raise ValueError(f"integrity mac needs the job's {KEY_BYTES}-byte MAC key")
         self.policy: CompletionPolicy = make_policy(policy, cfg)
         self._reliable = Reliable()
         self.p50_ms: float | None = None
@@ -82,7 +86,7 @@ class TransposeAllReduce:
                 except BaseException:
                     self.endpoint.close()
                     raise
-            self.engine = Engine(rank, world, self.endpoint, cfg, job_token, self.links)
+            self.engine = Engine(rank, world, self.endpoint, cfg, job_token, self.links, mac_key)
             self.fastpath = self.engine.fastpath
             self.engine.start()
 
@@ -96,7 +100,8 @@ class TransposeAllReduce:
     ) -> TransposeAllReduce:
         """Learn every rank's UDP address through the (Gloo) process group.
 
-        Rank 0 draws the job's secret token and broadcasts it over the group's own connections:
+        Rank 0 draws the job's secret token (and, with integrity mac, the MAC key) and
+        broadcasts it over the group's own connections:
         never on a command line, in a file or in the rendezvous store (a TCPStore answers any
         client that reaches its port). Also checks that every rank was given the same policy
         and config (a mismatch would show up only as rejected datagrams), and returns after
@@ -115,12 +120,14 @@ class TransposeAllReduce:
                 raise ValueError(
                     f"rank {rank} has {policy} {config} but rank {r} has {other[1]} {other[2]}"
                 )
-        token = [wire.new_job_token() if rank == 0 else 0]
+        mac = config.integrity == "mac"
+        secret = [(wire.new_job_token(), new_mac_key() if mac else None) if rank == 0 else None]
         dist.broadcast_object_list(
-            token, src=dist.get_global_rank(group, 0) if group else 0, group=group
+            secret, src=dist.get_global_rank(group, 0) if group else 0, group=group
         )
+        token, key = secret[0]
         addrs = [o[0] for o in every if o is not None]
-        tar = cls(rank, world, addrs, policy, config, job_token=int(token[0]))
+        tar = cls(rank, world, addrs, policy, config, job_token=int(token), mac_key=key)
         try:
             dist.barrier(group=group)
         except BaseException:

@@ -7,6 +7,10 @@ that stage: send no more of it) are a bare header. A payload never exceeds MTU -
 UDP) - 40 bytes, so with IP_PMTUDISC_DO nothing is fragmented. The same datagrams, each
 behind a 2-byte length, are the frames of the TCP control channel (control.py).
 
+With `--integrity mac` every datagram carries FLAG_MAC and a MAC_BYTES keyed MAC right after
+the header, before the payload (integrity.py computes it over header and payload); the
+payload of a packet is that much smaller. NACK ranges are written sorted and disjoint.
+
 Every received datagram goes through `decode`, which returns a Header or the reason it was
 rejected; it never raises, whatever the bytes. The job token is a 64-bit per-job secret (drawn
 by rank 0 at rendezvous, see `new_job_token`): a datagram from another job, or from a sender
@@ -40,6 +44,8 @@ GATHER = 1
 FLAG_LAST = 0x01  # the final packet of a sender's first transmission of this stage
 FLAG_REPAIR = 0x02  # a retransmission answering a NACK
 DATA_FLAGS = FLAG_LAST | FLAG_REPAIR
+FLAG_MAC = 0x04  # any kind: MAC_BYTES of MAC follow the header (--integrity mac)
+MAC_BYTES = 16
 
 ELEM_BYTES = 4
 RANGE = struct.Struct("<II")
@@ -66,17 +72,22 @@ def new_job_token() -> int:
     return secrets.randbits(TOKEN_BITS) or 1
 
 
-def payload_bytes(mtu: int) -> int:
+def body_offset(mac: bool = False) -> int:
+    """Where a datagram's payload begins: after the header, and the MAC if there is one."""
+    return HEADER_BYTES + (MAC_BYTES if mac else 0)
+
+
+def payload_bytes(mtu: int, mac: bool = False) -> int:
     """Largest payload that fits one unfragmented IPv4 datagram."""
-    return mtu - IP_UDP_BYTES - HEADER_BYTES
+    return mtu - IP_UDP_BYTES - body_offset(mac)
 
 
-def elems_per_packet(mtu: int) -> int:
-    return payload_bytes(mtu) // ELEM_BYTES
+def elems_per_packet(mtu: int, mac: bool = False) -> int:
+    return payload_bytes(mtu, mac) // ELEM_BYTES
 
 
-def ranges_per_nack(mtu: int) -> int:
-    return payload_bytes(mtu) // RANGE.size
+def ranges_per_nack(mtu: int, mac: bool = False) -> int:
+    return payload_bytes(mtu, mac) // RANGE.size
 
 
 def pack_header_into(
@@ -125,6 +136,7 @@ def decode(
     world: int,
     me: int,
     mtu: int,
+    mac: bool = False,
 ) -> Header | str:
     """Validate everything a datagram can be checked for without round state.
 
@@ -133,19 +145,24 @@ def decode(
     carries the receiver's shard, a gather DATA the sender's; a scatter NACK asks for the
     requester's shard, a gather NACK for the receiver's. A PROBE follows DATA's rule (it
     comes from the data's sender), a STOP NACK's (it comes from the data's receiver).
+    `mac`: the layout with a MAC (its value is integrity.py's to check).
     """
-    return decoder(job_token=job_token, world=world, me=me, mtu=mtu)(buf, nbytes)
+    return decoder(job_token=job_token, world=world, me=me, mtu=mtu, mac=mac)(buf, nbytes)
 
 
-def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., Header | str]:
+def decoder(
+    *, job_token: int, world: int, me: int, mtu: int, mac: bool = False
+) -> Callable[..., Header | str]:
     """`decode` bound to one rank's constants: the receive loop calls it once per datagram,
     so everything that does not depend on the bytes is computed here, once."""
     max_bytes = mtu - IP_UDP_BYTES
-    per_pkt = elems_per_packet(mtu)
-    max_ranges = ranges_per_nack(mtu)
+    per_pkt = elems_per_packet(mtu, mac)
+    max_ranges = ranges_per_nack(mtu, mac)
+    body = body_offset(mac)
     unpack = HEADER.unpack_from
     make = tuple.__new__
-    bad_flags = ~DATA_FLAGS
+    must = FLAG_MAC if mac else 0  # FLAG_MAC set exactly when the job uses MACs
+    bad_flags = ~(DATA_FLAGS | must)
 
     def check(buf: bytes | bytearray | memoryview, nbytes: int) -> Header | str:
         if nbytes < HEADER_BYTES:
@@ -169,18 +186,18 @@ def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., H
         if shard >= world:
             return "shard"
         if kind == DATA:
-            if flags & bad_flags:
+            if flags & bad_flags or (flags & FLAG_MAC) != must:
                 return "flags"
             if shard != (me if stage == SCATTER else src):
                 return "shard"
             if count == 0 or count > per_pkt:
                 return "count"
-            if nbytes != HEADER_BYTES + ELEM_BYTES * count:
+            if nbytes != body + ELEM_BYTES * count:
                 return "length"
             if offset % per_pkt:
                 return "offset"
             return make(Header, t)
-        if flags:
+        if flags != must:
             return "flags"
         if kind == PROBE:
             if shard != (me if stage == SCATTER else src):
@@ -188,14 +205,14 @@ def decoder(*, job_token: int, world: int, me: int, mtu: int) -> Callable[..., H
         elif shard != (src if stage == SCATTER else me):
             return "shard"
         if kind != NACK:
-            if count or nbytes != HEADER_BYTES:
+            if count or nbytes != body:
                 return "length"
             if offset or t[12]:
                 return "nack_fields"
             return make(Header, t)
         if count == 0 or count > max_ranges:
             return "count"
-        if nbytes != HEADER_BYTES + RANGE.size * count:
+        if nbytes != body + RANGE.size * count:
             return "length"
         if offset or t[12]:
             return "nack_fields"
