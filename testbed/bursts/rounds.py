@@ -88,7 +88,9 @@ class RoundGate:
 
 
 class RoundPlayer:
-    """The socket thread: feeds the gate and runs `on(r)` / `off(r)` (the scheduler's)."""
+    """The socket thread: feeds the gate and runs `on(r)` / `off(r)` (the scheduler's). A
+    switch that fails is kept for `close()` to raise, and the ranks are still acknowledged:
+    the run fails at its end, naming the error, instead of hanging on every later round."""
 
     def __init__(
         self,
@@ -137,10 +139,11 @@ class RoundPlayer:
         else:
             return
         for act in actions:
-            if act[0] == "on":
-                self._on(act[1])
-            elif act[0] == "off":
-                self._off(act[1])
+            if act[0] in ("on", "off"):
+                try:
+                    (self._on if act[0] == "on" else self._off)(act[1])
+                except Exception as e:  # noqa: BLE001 - the ranks go on; close() reports it
+                    self.error = self.error or e
             else:
                 with contextlib.suppress(OSError):  # a rank that gave up and left
                     self.sock.sendto(f"ack {act[2]}".encode(), act[1])

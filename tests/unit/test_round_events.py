@@ -214,3 +214,20 @@ def test_train_sizes_match_the_data_sets():
 
     assert datasets.TRAIN_SIZES["cnn"] == len(datasets.digits(0).y_train)
     assert datasets.TRAIN_SIZES["resnet"] == len(datasets.synthetic_cifar(0).y_train)
+
+
+def test_a_failing_switch_still_acks_and_is_raised_at_close(tmp_path):
+    def boom(r):
+        raise OSError(f"cannot switch round {r}")
+
+    player = RoundPlayer(tmp_path / "rounds.sock", 1, {1}, boom, boom)
+    sig = RoundSignal(tmp_path / "rounds.sock", 0, timeout_s=5)
+    try:
+        for r in range(3):
+            sig.begin(r)
+            sig.end(r)
+        assert sig.timeouts == 0
+    finally:
+        sig.close()
+        with pytest.raises(RuntimeError, match="cannot switch round 1"):
+            player.close()
