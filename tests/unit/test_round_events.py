@@ -231,3 +231,21 @@ def test_a_failing_switch_still_acks_and_is_raised_at_close(tmp_path):
         sig.close()
         with pytest.raises(RuntimeError, match="cannot switch round 1"):
             player.close()
+
+
+def test_a_run_plans_its_hit_rounds_from_its_round_count():
+    from testbed.run.plan import plan, run_rounds
+    from testbed.spec import RunSpec, SpecError
+
+    ar = RunSpec(workload="allreduce", rounds=12, workers=3, burst="paper-80", dilation=1)
+    p = plan(ar)
+    assert {e.round for e in p.events} == {
+        e.round for e in generate(presets.load("paper-80"), p.topo, list(p.worker_hosts), 1, 0,
+                                  rounds=12)
+    }  # fmt: skip
+    assert all(1 <= e.round < 12 for e in p.events)
+    # training: its steps (digits: 1438 examples / 4 ranks / batch 32 = 11 steps an epoch)
+    assert run_rounds(RunSpec(workload="train", epochs=2, batch_size=32)) == 22
+    assert run_rounds(RunSpec(workload="train", epochs=2, steps=5, batch_size=32)) == 5
+    with pytest.raises(SpecError, match="burst"):
+        plan(RunSpec(workload="iperf3", burst="paper-90", dilation=1))
