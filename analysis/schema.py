@@ -119,6 +119,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("direction", "str"),  # "a->b" (the egress that was impaired)
         Column("kind", "str", choices=BURST_KINDS),
         Column("magnitude", "float", **NONNEG),
+        # the round a round-aligned event hit (paper-*: planned times NaN), -1 for a time window
+        Column("round", "int", lo=-1, default=-1),
         Column("planned_start_s", "float"),
         Column("planned_end_s", "float"),
         Column("applied_start_s", "float"),

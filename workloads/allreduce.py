@@ -12,6 +12,7 @@ from workloads.args import WorkerArgs
 from workloads.rank import base_meta, phase_config, transport_config
 from workloads.recorder import RankRecorder, emit
 from workloads.rendezvous import Identity, last_round_over
+from workloads.round_signal import observe_rounds
 from workloads.steps import busy_ms, round_ms, step_loss
 from workloads.transport.dilation import TimeDilation
 from workloads.transport.hooks import TensorBucket, hook_for, make_state
@@ -24,6 +25,7 @@ def run_allreduce(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
     eps = phase_config(spec).off_epsilon
     state = make_state(spec.transport, transport_config(spec), addr=ident.addr, calibrate_elems=n)
     hook = hook_for(spec.transport)
+    signal = observe_rounds(state, ident.rank)
     src = torch.from_numpy(
         np.random.default_rng((spec.seed, ident.rank)).standard_normal(n).astype(np.float32)
     )
@@ -37,6 +39,8 @@ def run_allreduce(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
             time.sleep(interval_ms / 1e3)
             buf.copy_(src)
             state.set_context(r, "stable", eps, 0)
+            if signal is not None:  # the round-aligned handshake, outside the timed step
+                signal.begin(r)
             t0 = time.monotonic()
             if lead and r == 0:
                 emit("t0", t_s=t0)
@@ -71,5 +75,7 @@ def run_allreduce(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         last_round_over()
     finally:
         state.close()
+        if signal is not None:
+            signal.close()
         meta["transport_params"] = state.meta()  # now with the run's suspect-datagram totals
         rec.write_meta(meta)

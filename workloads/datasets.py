@@ -125,6 +125,11 @@ def for_model(model: str, seed: int) -> Dataset:
     raise ValueError(f"no data set for model {model!r}")
 
 
+#: Training examples per model's data set, known without building it (the testbed plans a
+#: training run's rounds from it; a unit test checks it against the data sets).
+TRAIN_SIZES = {"cnn": 1438, "mnist1d": 4000, "resnet": 4000}
+
+
 def steps_per_epoch(n: int, world: int, batch_size: int) -> int:
     """Full batches per rank per epoch (the remainder is dropped so ranks stay in step)."""
     return (n // world) // batch_size

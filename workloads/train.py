@@ -40,6 +40,7 @@ from workloads.rank import base_meta, phase_config, transport_config
 from workloads.recorder import RankRecorder, emit
 from workloads.rendezvous import Identity, init_group, last_round_over, resolve_identity
 from workloads.replicas import evaluate, replica_drift, resync
+from workloads.round_signal import observe_rounds
 from workloads.steps import (
     busy_ms,
     lr_at,
@@ -75,6 +76,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         addr=ident.addr,
         calibrate_elems=cap_elems,
     )
+    signal = observe_rounds(state, ident.rank)
     phase = PhaseController(rules_for(pcfg, milestones, spe), ident.rank)
     opt = torch.optim.SGD(ddp.parameters(), lr=spec.lr, momentum=MOMENTUM)
     meta = base_meta(args, ident, state) | {
@@ -107,6 +109,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
                 for g in opt.param_groups:
                     g["lr"] = lr
                 x, y = data.x_train[idx], data.y_train[idx]
+                if signal is not None:  # a hit step is lossy throughout; waits outside its time
+                    signal.begin(step)
                 t0 = time.monotonic()
                 if lead and step == 0:
                     emit("t0", t_s=t0)
@@ -154,6 +158,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         last_round_over()
     finally:
         state.close()
+        if signal is not None:
+            signal.close()
         meta["phase_checkpoints"] = [
             asdict(c.decision) | {"acc_norm": c.acc_norm, "control_ms": c.control_ms}
             for c in phase.history

@@ -12,6 +12,11 @@ aggregation->core uplinks *and* one worker's edge downlink). Magnitude units dep
   ``senders`` idle hosts (``sham = true`` sends the same traffic to idle neighbours instead),
 - ``delay``: added one-way delay in ms (netem only).
 
+A stream with ``align = "round"`` has no arrival process: its events hit whole rounds of the
+run (``[rounds]``: how many, drawn per run from the seed), switched on when the round starts
+and off when every rank has finished it (the paper's one-round loss events; see
+``bursts/rounds.py``).
+
 Built-ins live in ``testbed/bursts/presets/*.toml``; any TOML file with the same shape is a preset.
 """
 
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 __all__ = [
     "Arrival",
     "Gilbert",
+    "RoundPlan",
     "Preset",
     "PresetError",
     "Stream",
@@ -62,13 +68,22 @@ class Target(_Frozen):
 
     - ``worker_downlink`` / ``worker_uplink``: the edge->host (host->edge) direction of
       worker ``worker``'s access link;
+    - ``all_worker_downlinks``: every worker's edge->host direction (each worker-to-worker
+      flow crosses exactly one, so a loss rate L there is L on every flow);
     - ``tier_uplinks`` / ``tier_downlinks``: every link whose lower end is a ``tier`` router
       (of pod ``pod``, if given), in the up (down) direction — e.g. tier "aggregation",
       pod 0 = pod 0's aggregation->core uplinks;
     - ``link``: one named link ``"a-b"`` in direction ``up`` (a->b) or ``down`` (b->a).
     """
 
-    role: Literal["worker_downlink", "worker_uplink", "tier_uplinks", "tier_downlinks", "link"]
+    role: Literal[
+        "worker_downlink",
+        "worker_uplink",
+        "all_worker_downlinks",
+        "tier_uplinks",
+        "tier_downlinks",
+        "link",
+    ]
     worker: int | None = Field(default=None, ge=0)
     tier: Literal["host", "edge", "aggregation", "core", "leaf", "spine"] | None = None
     pod: int | None = Field(default=None, ge=0)
@@ -80,6 +95,7 @@ class Target(_Frozen):
         need = {
             "worker_downlink": ("worker",),
             "worker_uplink": ("worker",),
+            "all_worker_downlinks": (),
             "tier_uplinks": ("tier",),
             "tier_downlinks": ("tier",),
             "link": ("link", "direction"),
@@ -99,16 +115,49 @@ class Gilbert(_Frozen):
     step_s: float = Field(default=0.01, gt=0)
 
 
+class RoundPlan(_Frozen):
+    """Which rounds a round-aligned stream hits: ``count`` = [least, most] events per run, at
+    seeded rounds after the first ``skip`` (the reliable warm-up round), never two adjacent."""
+
+    count: tuple[int, int] = Field(default=(2, 3))
+    skip: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RoundPlan:
+        if not 1 <= self.count[0] <= self.count[1]:
+            raise ValueError("count: [least, most] with 1 <= least <= most")
+        return self
+
+
 class Stream(_Frozen):
     kind: Literal["loss", "squeeze", "incast", "delay"]
     magnitude: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
-    arrival: Arrival
+    align: Literal["time", "round"] = "time"
+    duration_s: float | None = Field(default=None, gt=0)
+    arrival: Arrival | None = None
+    rounds: RoundPlan | None = None
     targets: Annotated[tuple[Target, ...], Field(min_length=1)]
     mode: Literal["random", "nth", "gilbert"] = "random"
     gilbert: Gilbert | None = None
     senders: int = Field(default=4, ge=1)
     sham: bool = False
+
+    @model_validator(mode="after")
+    def _align_rules(self) -> Stream:
+        if self.align == "time":
+            for name in ("duration_s", "arrival"):
+                if getattr(self, name) is None:
+                    raise ValueError(f"{name}: a time-windowed stream needs it")
+            if self.rounds is not None:
+                raise ValueError("rounds: applies to align = 'round' only")
+            return self
+        if self.duration_s is not None or self.arrival is not None:
+            raise ValueError("align: a round-aligned event lasts its round: no duration_s, arrival")
+        if self.kind != "loss" or self.mode == "gilbert":
+            raise ValueError("align: rounds are hit by loss (mode random or nth) only")
+        if self.rounds is None:
+            raise ValueError("rounds: a round-aligned stream needs a [rounds] table")
+        return self
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Stream:
@@ -138,13 +187,31 @@ class Preset(_Frozen):
     description: str = ""
     streams: tuple[Stream, ...] = ()
 
+    @model_validator(mode="after")
+    def _one_alignment(self) -> Preset:
+        if len({s.align for s in self.streams}) > 1:
+            raise ValueError("streams: round-aligned and time-windowed streams cannot mix")
+        return self
+
+    @property
+    def round_aligned(self) -> bool:
+        """True when the events follow the run's rounds, not a timeline."""
+        return any(s.align == "round" for s in self.streams)
+
     @property
     def hash(self) -> str:
-        """sha256 of what the preset *does* (streams), not of its name or prose."""
-        body = json.dumps(
-            [s.model_dump(mode="json") for s in self.streams], sort_keys=True, separators=(",", ":")
-        )
+        """sha256 of what the preset *does* (streams), not of its name or prose. The alignment
+        fields are left out of time-windowed streams, so their hashes predate them."""
+        body = json.dumps([_hashed(s) for s in self.streams], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def _hashed(s: Stream) -> dict:
+    d = s.model_dump(mode="json")
+    if s.align == "time":
+        for name in ("align", "rounds"):
+            d.pop(name)
+    return d
 
 
 #: Most events one schedule may hold: a 100-epoch training run under `heavy` plans about
@@ -159,6 +226,9 @@ def check_event_bound(preset: Preset, duration_s: float) -> None:
     duration_s / step_s Gilbert–Elliott steps and one event per target."""
     total = 0.0
     for i, s in enumerate(preset.streams):
+        if s.align == "round":  # a handful of events whatever the length
+            total += s.rounds.count[1] * len(s.targets)
+            continue
         bursts = max(0.0, duration_s - s.arrival.start_s) / s.arrival.min_gap_s + 1
         steps = s.duration_s / s.gilbert.step_s + 1 if s.gilbert else 1
         total += bursts * steps * len(s.targets)

@@ -9,6 +9,10 @@ parallel; `stop()` ends playback, reverts whatever is active, removes every rule
 and returns one `bursts` row per event that was due. Cleanup is registered with
 `net.on_teardown`, so it also runs on exceptions, Ctrl-C and SIGTERM.
 
+A round-aligned preset (`paper-*`) has no timeline: `serve_rounds()` starts the round player
+(`rounds.py`), which switches each event on when its round begins and off when every rank has
+ended it; its rows carry the round and NaN planned times.
+
 Ground truth per row: planned times (t0 + schedule time), applied times (when the change's
 acknowledgement came back from the namespace), and the drops counted by the mechanism's counter
 between the event's applied start and end (for overlapping events on one link direction each
@@ -17,6 +21,7 @@ event counts the drops of its own window).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import subprocess
 import threading
@@ -26,6 +31,7 @@ from typing import Any
 
 from testbed.bursts.impairments import LOSS_BACKENDS, Egress, Impairment, egress_of, mechanism_for
 from testbed.bursts.impairments.applier import ShellApplier, make_realtime, realtime_prefix
+from testbed.bursts.rounds import RoundPlayer
 from testbed.bursts.schedule import Change, Event, timeline
 from topologies.model import Direction
 from workloads.transport.dilation import TimeDilation
@@ -43,7 +49,13 @@ class BurstScheduler:
         if backend not in LOSS_BACKENDS:
             raise ValueError(f"impairment backend {backend!r}: use {', '.join(LOSS_BACKENDS)}")
         self.net, self.events, self.backend, self.run_id = net, list(events), backend, run_id
-        self.changes: list[Change] = timeline(self.events)
+        self.changes: list[Change] = timeline([e for e in self.events if e.round is None])
+        self._by_round: dict[int, list[Event]] = {}
+        for e in self.events:
+            if e.round is not None:
+                self._by_round.setdefault(e.round, []).append(e)
+        self._player: RoundPlayer | None = None
+        self.round_socket = None  # the player's socket path, once it serves
         self.t0: float | None = None
         self.dilation = TimeDilation(time_scale)
         self._shells: dict[str, ShellApplier] = {}
@@ -145,6 +157,37 @@ class BurstScheduler:
         except BaseException as e:  # noqa: BLE001 - reported by stop(), never lost in a thread
             self.error = e
 
+    def serve_rounds(self, path, world: int) -> None:
+        """Start the round player on a Unix socket at `path`, for `world` ranks (after
+        `prepare`, before the workers start)."""
+        if self._player is not None:
+            raise RuntimeError("BurstScheduler.serve_rounds called twice")
+        self._player = RoundPlayer(
+            path, world, set(self._by_round), self._round_on, self._round_off
+        )
+        self.round_socket = path
+
+    def _round_groups(self, r: int) -> dict[tuple[Direction, str], list[Event]]:
+        groups: dict[tuple[Direction, str], list[Event]] = {}
+        for e in self._by_round.get(r, ()):
+            groups.setdefault((e.direction, e.kind), []).append(e)
+        return groups
+
+    def _round_on(self, r: int) -> None:
+        """Every event of round r on, the strongest per link direction (as `timeline` composes)."""
+        group = []
+        for (d, k), evs in self._round_groups(r).items():
+            top = max(evs, key=lambda e: e.magnitude)
+            group.append(Change(math.nan, d, k, top.magnitude, top, tuple(e.event_id for e in evs)))
+        self._apply_group(group)
+
+    def _round_off(self, r: int) -> None:
+        group = [
+            Change(math.nan, d, k, None, None, (), tuple(e.event_id for e in evs))
+            for (d, k), evs in self._round_groups(r).items()
+        ]
+        self._apply_group(group)
+
     def _apply_group(self, group: list[Change]) -> None:
         was_active = set(self._active)
         tickets = []
@@ -201,6 +244,12 @@ class BurstScheduler:
         if self._thread is not None:
             self._thread.join(10.0)
         try:
+            if self._player is not None:
+                self._player, player = None, self._player
+                try:
+                    player.close()
+                except RuntimeError as e:
+                    self.error = self.error or e
             if self.error is None:
                 self._end_active()
         finally:
@@ -211,10 +260,11 @@ class BurstScheduler:
 
     def _end_active(self) -> None:
         """Revert what is still on; events cut short end at their revert."""
-        if not self._active or self.t0 is None:
+        if not self._active:
             return
         now = time.monotonic()
-        t_s = self.dilation.since(self.t0, now)  # in schedule (emulated) time
+        # in schedule (emulated) time; a round-aligned run may stop before t0
+        t_s = math.nan if self.t0 is None else self.dilation.since(self.t0, now)
         cut = [
             Change(t_s, d, k, None, None, (), tuple(self._open_events(d, k)))
             for (d, k) in list(self._active)
@@ -237,6 +287,10 @@ class BurstScheduler:
             return
         self._closed = True
         self._stop.set()
+        if self._player is not None:
+            self._player, player = None, self._player
+            with contextlib.suppress(RuntimeError):  # stop() reports it; teardown must go on
+                player.close()
         if self._thread is not None:
             self._thread.join(10.0)
         problems = []
@@ -251,15 +305,20 @@ class BurstScheduler:
             raise problems[0]
 
     def rows(self, t_stop: float | None = None) -> list[dict[str, Any]]:
-        """One `bursts` row per event (per link direction) that was due before the stop."""
-        if self.t0 is None:
-            return []
+        """One `bursts` row per event (per link direction) that was due before the stop: a
+        time-windowed one planned before it, a round-aligned one whose round began."""
         t_stop = time.monotonic() if t_stop is None else t_stop
         out = []
         for e in self.events:
-            if self._at(e.planned_start_s) > t_stop:
-                continue
             key = (e.event_id, e.direction)
+            if e.round is None:
+                if self.t0 is None or self._at(e.planned_start_s) > t_stop:
+                    continue
+                planned = (self._at(e.planned_start_s), self._at(e.planned_end_s))
+            elif key not in self._applied_start:
+                continue
+            else:
+                planned = (math.nan, math.nan)
             out.append(
                 {
                     "run_id": self.run_id,
@@ -268,8 +327,9 @@ class BurstScheduler:
                     "direction": str(e.direction),
                     "kind": e.kind,
                     "magnitude": float(e.magnitude),
-                    "planned_start_s": self._at(e.planned_start_s),
-                    "planned_end_s": self._at(e.planned_end_s),
+                    "round": -1 if e.round is None else e.round,
+                    "planned_start_s": planned[0],
+                    "planned_end_s": planned[1],
                     "applied_start_s": self._applied_start.get(key, math.nan),
                     "applied_end_s": self._applied_end.get(key, math.nan),
                     "drops": int(self._drops.get(key, 0)),

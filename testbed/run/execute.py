@@ -34,6 +34,7 @@ def execute(
 ) -> None:
     from testbed.base import capabilities
     from testbed.bursts.impairments import choose_impairment
+    from testbed.bursts.rounds import SOCKET_NAME
     from testbed.bursts.scheduler import BurstScheduler
     from testbed.network.live import live_network
 
@@ -60,6 +61,8 @@ def execute(
             _check_idle_link(net, p.worker_hosts, spec.bw, info, d)
         sched = BurstScheduler(net, list(p.events), backend, info.run_id, time_scale=d)
         sched.prepare()
+        if p.preset.round_aligned:  # the ranks signal their rounds to the player
+            sched.serve_rounds(net.state.path / SOCKET_NAME, len(p.worker_hosts))
         hosts = p.worker_hosts
         before = {h: _tcp_counters(net, h) for h in hosts}
         bursts_rows: list[dict] = []
@@ -133,6 +136,10 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
     spec = p.spec
     placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
     env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
+    if sched.round_socket is not None:
+        from testbed.bursts.rounds import SOCKET_ENV
+
+        env[SOCKET_ENV] = str(sched.round_socket)
     spec_file = write_worker_spec(spec, run_dir, p.dilation)
     timeout_s = TimeDilation(p.dilation).played(spec.timeout_s)
     procs = []

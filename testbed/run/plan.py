@@ -57,9 +57,13 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
         if name is not None and name not in {h.name for h in topo.hosts}:
             raise SpecError(field_name, f"{name} is not a host of the topology")
     span_s = expected_duration_s(spec) * SCHEDULE_COVERAGE
+    if preset.round_aligned and spec.workload not in WORKER_WORKLOADS:
+        raise SpecError("burst", f"{preset.name} hits rounds; the {spec.workload} probe has none")
     try:
         presets.check_event_bound(preset, span_s)
-        events = schedule.generate(preset, topo, list(hosts), span_s, spec.seed)
+        events = schedule.generate(
+            preset, topo, list(hosts), span_s, spec.seed, rounds=run_rounds(spec)
+        )
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
     return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason)
@@ -74,3 +78,16 @@ def expected_duration_s(spec: RunSpec) -> float:
         return spec.rounds * (bound_s + spec.interval_ms / 1000)
     steps = spec.steps or spec.epochs * 60
     return steps * max(bound_s, 0.2)
+
+
+def run_rounds(spec: RunSpec) -> int | None:
+    """The rounds a worker run has (allreduce: its rounds; train: its steps), for round-aligned
+    events; None for a probe."""
+    from workloads.datasets import TRAIN_SIZES, steps_per_epoch
+
+    if spec.workload == "allreduce":
+        return spec.rounds
+    if spec.workload != "train":
+        return None
+    total = spec.epochs * steps_per_epoch(TRAIN_SIZES[spec.model], spec.workers, spec.batch_size)
+    return total if spec.steps is None else min(spec.steps, total)

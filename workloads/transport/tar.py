@@ -34,6 +34,7 @@ from workloads.transport.control import ControlLinks
 from workloads.transport.endpoint import Endpoint
 from workloads.transport.engine import LOSSY_GRACE_S, RELIABLE_GIVE_UP_S, Engine, Request
 from workloads.transport.integrity import KEY_BYTES, new_mac_key
+from workloads.transport.observer import RoundObserver
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.roundstate import Timing
 from workloads.transport.stats import RoundStats
@@ -77,6 +78,8 @@ class TransposeAllReduce:
         self.engine: Engine | None = None
         #: "compiled" or "python": which data path the engine runs (kept after close)
         self.fastpath: str | None = None
+        #: told of every round that passes a round_id (observer.py); None: nobody is
+        self.observer: RoundObserver | None = None
         self._round = 0
         if world > 1:
             self.endpoint = Endpoint(rank, addrs, cfg)
@@ -177,6 +180,8 @@ class TransposeAllReduce:
         eps_id: int = 0,
         reliable: bool = False,
         inject_drop: bool = True,
+        round_id: int | None = None,
+        round_ends: bool = True,
     ) -> tuple[np.ndarray, RoundStats]:
         """SUM over ranks of `data` (1-D float32), and this rank's record of the round.
 
@@ -188,6 +193,8 @@ class TransposeAllReduce:
         one route by which ε reaches a policy); reliable=True runs this round exactly whatever
         the policy (DDP's iteration 0). inject_drop=False exempts the
         round from the configured test loss (calibration rounds are burst-free).
+        round_id names the caller's round for the `observer`: begin before this call's timed
+        part, end after it if round_ends (the round's last call); without one, not observed.
         """
         arr = np.asarray(data)
         if arr.ndim != 1:
@@ -201,6 +208,9 @@ class TransposeAllReduce:
             epsilon = 0.0
         if self.engine is None:
             return self._alone(own, epsilon)
+        observer = self.observer if round_id is not None else None
+        if observer is not None:
+            observer.begin(round_id)
         timing = self._timing(len(own))
         req = Request(own, policy, epsilon, eps_id, timing, inject_drop and self.config.drop > 0)
         self.engine.submit(req)
@@ -213,6 +223,8 @@ class TransposeAllReduce:
             raise RuntimeError(f"rank {self.rank}: transport failed") from req.error
         assert req.result is not None
         self._round += 1
+        if observer is not None and round_ends:
+            observer.end(round_id)
         return req.result
 
     def _alone(self, own: np.ndarray, eps: float) -> tuple[np.ndarray, RoundStats]:

@@ -19,7 +19,8 @@ class Event:
     """One burst on one link direction. Times are seconds after t0 (the external start signal).
 
     Event ids number bursts in time order; one burst hitting several link directions gives one
-    Event per direction, all sharing the burst's id (one `bursts` row each).
+    Event per direction, all sharing the burst's id (one `bursts` row each). A round-aligned
+    event has its ``round`` instead of planned times (NaN): it is on while that round runs.
     """
 
     event_id: int
@@ -30,18 +31,20 @@ class Event:
     params: dict[str, Any] = field(compare=True, hash=False)
     planned_start_s: float = 0.0
     planned_end_s: float = 0.0
+    round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "event_id": self.event_id,
             "link": self.link,
             "direction": str(self.direction),
             "kind": self.kind,
             "magnitude": self.magnitude,
             "params": self.params,
-            "planned_start_s": self.planned_start_s,
-            "planned_end_s": self.planned_end_s,
         }
+        if self.round is not None:  # a round instead of planned times (JSON has no NaN)
+            return out | {"round": self.round}
+        return out | {"planned_start_s": self.planned_start_s, "planned_end_s": self.planned_end_s}
 
 
 @dataclass(frozen=True)

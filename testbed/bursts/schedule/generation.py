@@ -1,18 +1,21 @@
 """`generate`: every event of a preset on a topology, seeded.
 
 Each stream draws from its own generator seeded by (seed, stream index), so two presets with
-the same stream structure (heavy and sham) get the same windows.
+the same stream structure (heavy and sham) get the same windows. A round-aligned preset's events
+hit seeded rounds of the run instead of time windows (`rounds.hit_rounds`).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 from testbed.bursts.presets import Preset, Stream
 from testbed.bursts.schedule.arrivals import burst_starts, gilbert_elliott_steps
-from testbed.bursts.schedule.events import Event
+from testbed.bursts.schedule.events import Event, ScheduleError
 from testbed.bursts.schedule.placement import DEFAULT_WORKERS, place_workers
+from testbed.bursts.schedule.rounds import hit_rounds
 from testbed.bursts.schedule.senders import paced_senders
 from testbed.bursts.schedule.targets import resolve_targets
 from topologies.model import Direction
@@ -20,13 +23,25 @@ from topologies.model import Direction
 __all__ = ["generate"]
 
 
-def generate(preset: Preset, topo, workers: list[str], duration_s: float, seed: int) -> list[Event]:
-    """Every event of the preset on this topology, for [0, duration_s) after t0.
+def generate(
+    preset: Preset,
+    topo,
+    workers: list[str],
+    duration_s: float,
+    seed: int,
+    rounds: int | None = None,
+) -> list[Event]:
+    """Every event of the preset on this topology, for [0, duration_s) after t0, or, for a
+    round-aligned preset, on the seeded rounds of a run of ``rounds`` rounds.
 
     Without worker hosts (probe workloads) roles resolve against the default placement of
     ``DEFAULT_WORKERS`` workers, so a probe crosses the links a training run would see hit.
     """
     workers = list(workers) or place_workers(topo, min(DEFAULT_WORKERS, len(topo.hosts)))
+    if preset.round_aligned:
+        if rounds is None:
+            raise ScheduleError(f"rounds: {preset.name} hits rounds; the run's count is unknown")
+        return _round_events(preset, topo, workers, rounds, seed)
     bursts: list[tuple[float, int, Stream, random.Random]] = []
     for i, stream in enumerate(preset.streams):
         rng = random.Random(f"{seed}/{i}")
@@ -85,3 +100,30 @@ def _events_for(
             )
         )
     return out
+
+
+def _round_events(preset: Preset, topo, workers: list[str], total: int, seed: int) -> list[Event]:
+    """One event per (hit round, target), ids in round order; no planned times (NaN)."""
+    hits = []
+    for i, stream in enumerate(preset.streams):
+        rng = random.Random(f"{seed}/{i}")
+        hits.extend((r, i, stream) for r in hit_rounds(stream.rounds, rng, total))
+    hits.sort(key=lambda h: (h[0], h[1]))
+    events = []
+    for event_id, (r, _, stream) in enumerate(hits):
+        for t in stream.targets:
+            for link, direction in resolve_targets(topo, t, workers):
+                events.append(
+                    Event(
+                        event_id,
+                        link,
+                        direction,
+                        stream.kind,
+                        stream.magnitude,
+                        {"mode": stream.mode},
+                        math.nan,
+                        math.nan,
+                        round=r,
+                    )  # fmt: skip
+                )
+    return events

@@ -11,6 +11,12 @@ __all__ = ["resolve_targets"]
 
 def resolve_targets(topo, target: Target, workers: list[str]) -> list[tuple[str, Direction]]:
     """(link name, direction) pairs a target role names on this topology."""
+    if target.role == "all_worker_downlinks":
+        out = []
+        for host in workers:
+            edge = topo.access_router(host)
+            out.append((topo.link(host, edge).name, Direction(edge, host)))
+        return out
     if target.role in ("worker_downlink", "worker_uplink"):
         if target.worker >= len(workers):
             raise ScheduleError(

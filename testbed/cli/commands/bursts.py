@@ -2,7 +2,8 @@
 
 `show` lays the preset onto the network the same topology options describe for `testbed run`
 and `testbed topo show` (default: fat-tree k=4), with `--workers` placed round-robin across
-pods as a run places them (default: h1, h5, h9, h13).
+pods as a run places them (default: h1, h5, h9, h13). A round-aligned preset (`paper-*`) shows
+the rounds it hits in a run of `--rounds` rounds instead of times.
 """
 
 from __future__ import annotations
@@ -37,18 +38,24 @@ def list_presets() -> None:
     table = Table("preset", "hash", "streams", "description")
     for name in presets.builtin_names():
         p = presets.load(name)
-        streams = "; ".join(
-            f"{s.kind} {s.magnitude:g} for {s.duration_s * 1000:g} ms every "
-            f"{s.arrival.min_gap_s:g}+Exp({s.arrival.mean_extra_gap_s:g}) s"
-            + (" (sham)" if s.sham else "")
-            for s in p.streams
-        )
+        streams = "; ".join(_stream_text(s) for s in p.streams)
         table.add_row(name, p.hash, streams or "-", p.description)
     console().print(table)
 
 
+def _stream_text(s: presets.Stream) -> str:
+    if s.align == "round":
+        least, most = s.rounds.count
+        return f"{s.kind} {s.magnitude:g} for one round, {least}-{most} rounds a run"
+    return (
+        f"{s.kind} {s.magnitude:g} for {s.duration_s * 1000:g} ms every "
+        f"{s.arrival.min_gap_s:g}+Exp({s.arrival.mean_extra_gap_s:g}) s"
+        + (" (sham)" if s.sham else "")
+    )
+
+
 @app.command("show")
-@spec_options(RunSpec, (*TOPOLOGY_FIELDS, "workers"))
+@spec_options(RunSpec, (*TOPOLOGY_FIELDS, "workers", "rounds"))
 def show(
     preset: str = typer.Argument(..., help="A built-in preset name or a TOML file."),
     seed: int = typer.Option(
@@ -74,7 +81,7 @@ def show(
     topo, spec = make_topology(**fields)
     try:
         workers = schedule.place_workers(topo, spec.workers)
-        events = schedule.generate(p, topo, workers, duration, seed)
+        events = schedule.generate(p, topo, workers, duration, seed, rounds=spec.rounds)
     except ValueError as e:
         typer.echo(f"error: {p.name} on {topo.name}: {e}", err=True)
         raise typer.Exit(2) from e
@@ -82,15 +89,20 @@ def show(
         body = {"preset": p.name, "hash": p.hash, "events": [e.to_dict() for e in events]}
         typer.echo(json.dumps(body))
         return
-    table = Table("id", "start s", "end s", "kind", "magnitude", "direction", "params")
+    when = ("round",) if p.round_aligned else ("start s", "end s")
+    table = Table("id", *when, "kind", "magnitude", "direction", "params")
     for e in events:
         params = {k: v for k, v in e.params.items() if k != "steps"}
         if "steps" in e.params:
             params["flips"] = len(e.params["steps"])
+        at = (
+            (str(e.round),)
+            if e.round is not None
+            else (f"{e.planned_start_s:.3f}", f"{e.planned_end_s:.3f}")
+        )
         table.add_row(
             str(e.event_id),
-            f"{e.planned_start_s:.3f}",
-            f"{e.planned_end_s:.3f}",
+            *at,
             e.kind,
             f"{e.magnitude:g}",
             str(e.direction),

@@ -79,13 +79,20 @@ class Context:
 
 
 class HookState:
-    """The part of a hook's state the worker talks to: the step context in, the rows out."""
+    """The part of a hook's state the worker talks to: the step context in, the rows out, and
+    an optional round observer (transport/observer.py) told where each step's rounds begin
+    and end (the step is the round it names)."""
 
-    __slots__ = ("context", "sink")
+    __slots__ = ("context", "sink", "observer")
 
     def __init__(self) -> None:
         self.context = Context()
         self.sink = RowSink()
+        self.observer: Any = None
+
+    def observe(self, observer: Any) -> None:
+        """Tell `observer` (begin(step) / end(step)) of every step's rounds from now on."""
+        self.observer = observer
 
     def set_context(self, step: int, train_phase: str, epsilon: float, eps_id: int) -> None:
         c = self.context

@@ -46,10 +46,12 @@ def tcp_hook(state: TcpState, bucket: dist.GradBucket) -> torch.futures.Future[t
     do not; with the default bucket cap a model of ~1 M parameters has one or two buckets.
     """
     rnd, it, ctx = state.rounds, state.iteration, state.context
-    step, phase = ctx.step, ctx.train_phase
+    step, phase, observer, last = ctx.step, ctx.train_phase, state.observer, bucket.is_last()
     state.rounds += 1
-    if bucket.is_last():
+    if last:
         state.iteration += 1
+    if observer is not None:  # before t0: the handshake is not part of the round
+        observer.begin(step)
     nbytes = bucket.buffer().numel() * bucket.buffer().element_size()
     world, rank, index = state.world, dist.get_rank(), bucket.index()
     wait0 = schedstat_waits()
@@ -79,6 +81,8 @@ def tcp_hook(state: TcpState, bucket: dist.GradBucket) -> torch.futures.Future[t
                 )
             ]
         )
+        if observer is not None and last:
+            observer.end(step)
         return out
 
     return fut.then(record)

@@ -33,6 +33,7 @@ class _Job:
     phase: str
     epsilon: float
     eps_id: int
+    last: bool
 
 
 class UdpState(HookState):
@@ -100,6 +101,7 @@ class UdpState(HookState):
             phase=ctx.train_phase,
             epsilon=ctx.epsilon,
             eps_id=ctx.eps_id,
+            last=bucket.is_last(),
         )
         if bucket.is_last():
             self.iteration += 1
@@ -128,8 +130,14 @@ class UdpState(HookState):
             raise TypeError(f"bucket must be contiguous float32, got {t.dtype}")
         data = t.detach().view(-1).numpy()
         warm = job.iteration < self.reliable_iters
+        self.tar.observer = self.observer
         total, stats = self.tar.allreduce(
-            data, epsilon=job.epsilon, eps_id=job.eps_id, reliable=warm
+            data,
+            epsilon=job.epsilon,
+            eps_id=job.eps_id,
+            reliable=warm,
+            round_id=job.step,
+            round_ends=job.last,
         )
         self.suspect.update(stats.suspect)
         self.cpu_ms += stats.cpu_ms

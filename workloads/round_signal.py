@@ -1,0 +1,88 @@
+"""A rank's side of round-aligned loss events: it tells the testbed's burst player when each
+round begins and ends (the protocol: testbed/bursts/rounds.py).
+
+The testbed hands the player's socket path in `DBLP_ROUND_SOCKET` only when the run's preset
+hits rounds; without it (a calm run, torchrun by hand) there is no observer and no cost. The
+transport calls `begin(r)` before round r's timed part and `end(r)` after it (the observer
+seam of TransposeAllReduce and the tcp hook), so the handshake never counts in a round's
+latency. A calm round costs one datagram each way; a hit round waits until its loss is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+from pathlib import Path
+
+__all__ = ["ACK_TIMEOUT_S", "SOCKET_ENV", "RoundSignal", "observe_rounds"]
+
+#: Set by the testbed (testbed/bursts/rounds.py holds the same name).
+SOCKET_ENV = "DBLP_ROUND_SOCKET"
+#: The longest a rank waits for the player's ack. A hit round's ack waits for the slowest rank
+#: to finish the round before, which under a loss event may take many seconds; past this the
+#: rank goes on without it (and says so), so a dead player cannot hang a run.
+ACK_TIMEOUT_S = 120.0
+
+
+class RoundSignal:
+    """begin(r) / end(r) over a Unix datagram socket bound next to the player's."""
+
+    def __init__(self, player: str | Path, rank: int, timeout_s: float = ACK_TIMEOUT_S) -> None:
+        self.player, self.rank, self.timeout_s = str(player), rank, timeout_s
+        # bound to a path (not an abstract name): the player lives in another network namespace
+        self.path = Path(player).parent / f"rank{rank}-{os.getpid()}.sock"
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(self.path))
+        self.sock.settimeout(timeout_s)
+        self._begun: int | None = None
+        self._ended: int | None = None
+        self.timeouts = 0
+
+    @classmethod
+    def from_env(cls, rank: int) -> RoundSignal | None:
+        """The signal the testbed asked for, or None."""
+        path = os.environ.get(SOCKET_ENV)
+        return cls(path, rank) if path else None
+
+    def begin(self, r: int) -> None:
+        """Announce round r and wait for the ack; again for the same round (a later bucket of
+        one training step) is a no-op."""
+        if self._begun == r:
+            return
+        self._begun = r
+        self.sock.sendto(f"begin {r} {self.rank}".encode(), self.player)
+        while True:
+            try:
+                data = self.sock.recv(64)
+            except TimeoutError:
+                self.timeouts += 1
+                msg = f"rank {self.rank}: no ack for round {r} in {self.timeout_s:g} s; going on"
+                print(msg, file=sys.stderr, flush=True)
+                return
+            if data == f"ack {r}".encode():
+                return
+
+    def end(self, r: int) -> None:
+        """Round r is over on this rank (once per round)."""
+        if self._ended == r:
+            return
+        self._ended = r
+        self.sock.sendto(f"end {r} {self.rank}".encode(), self.player)
+
+    def close(self) -> None:
+        self.sock.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def observe_rounds(state, rank: int) -> RoundSignal | None:
+    """Wire the testbed's round signal (if it asked for one) to a hook state: the transport
+    then signals every step's rounds. The caller closes what it gets."""
+    signal = RoundSignal.from_env(rank)
+    if signal is not None:
+        state.observe(signal)
+    return signal
