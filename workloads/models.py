@@ -3,9 +3,9 @@
 `cnn` (digits, 8x8x1): ~1.0 M parameters = ~4 MB of float32 gradients per step, so at
 100 Mbit/s a step is communication-bound (DESIGN §5). `resnet` (32x32x3): a ResNet-style CNN
 of ~1.2 M parameters whose convolutions make it heavier in compute too. `mnist1d` (MNIST-1D,
-40 x 1): a 1-D CNN of ~137 k parameters (0.52 MiB of gradients) whose full-length
-convolutions cost about as much CPU per step as its all-reduce takes at 100 Mbit/s with
-4 x 128 samples per step, so communication is a realistic share of a step, not all of it.
+40 x 1): a 1-D CNN of ~138 k parameters (0.53 MiB of gradients); at its recipe's 4 x 32
+samples per step (workloads/recipe.py) a rank computes for ~20 ms (offline, one thread) while
+the all-reduce takes ~70 ms at 100 Mbit/s, so communication is most of a step, not all of it.
 GroupNorm instead of BatchNorm: no running buffers, so DDP has nothing to broadcast over TCP
 each forward, and the UDP transports carry all of a step's traffic.
 """
