@@ -3,9 +3,9 @@
 `cnn` (digits, 8x8x1): ~1.0 M parameters = ~4 MB of float32 gradients per step, so at
 100 Mbit/s a step is communication-bound (DESIGN §5). `resnet` (32x32x3): a ResNet-style CNN
 of ~1.2 M parameters whose convolutions make it heavier in compute too. `mnist1d` (MNIST-1D,
-40 x 1): a 1-D CNN of ~137 k parameters (0.52 MiB of gradients) whose full-length
-convolutions cost about as much CPU per step as its all-reduce takes at 100 Mbit/s with
-4 x 128 samples per step, so communication is a realistic share of a step, not all of it.
+40 x 1): a 1-D CNN of ~138 k parameters (0.53 MiB of gradients); at its recipe's 4 x 32
+samples per step (workloads/recipe.py) a rank computes for ~20 ms (offline, one thread) while
+the all-reduce takes ~70 ms at 100 Mbit/s, so communication is most of a step, not all of it.
 GroupNorm instead of BatchNorm: no running buffers, so DDP has nothing to broadcast over TCP
 each forward, and the UDP transports carry all of a step's traffic.
 """
@@ -50,22 +50,26 @@ class DigitsCNN(nn.Module):
 
 
 class Mnist1dCNN(nn.Module):
-    """Four same-length 1-D convolutions (64 channels), two poolings, a small MLP head."""
+    """Four same-length 1-D convolutions (64 channels), each followed by GroupNorm, two
+    poolings, a small MLP head. GroupNorm normalises each sample on its own, so one process
+    with the global batch computes exactly what DDP computes across its ranks (BatchNorm's
+    batch statistics would differ); without a normalisation this net's SGD runs fell to
+    chance early in training (issue 19)."""
 
-    def __init__(self, num_classes: int = NUM_CLASSES, width: int = 64) -> None:
+    def __init__(self, num_classes: int = NUM_CLASSES, width: int = 64, groups: int = 8) -> None:
         super().__init__()
         c = width
+
+        def conv(c_in: int, k: int) -> list[nn.Module]:
+            return [nn.Conv1d(c_in, c, k, padding=k // 2), nn.GroupNorm(groups, c), nn.ReLU()]
+
         self.features = nn.Sequential(
-            nn.Conv1d(1, c, 5, padding=2),
-            nn.ReLU(),
-            nn.Conv1d(c, c, 5, padding=2),
-            nn.ReLU(),
+            *conv(1, 5),
+            *conv(c, 5),
             nn.MaxPool1d(2),
-            nn.Conv1d(c, c, 5, padding=2),
-            nn.ReLU(),
+            *conv(c, 5),
             nn.MaxPool1d(2),
-            nn.Conv1d(c, c, 3, padding=1),
-            nn.ReLU(),
+            *conv(c, 3),
         )
         self.classifier = nn.Sequential(
             nn.Flatten(), nn.Linear(c * 10, 128), nn.ReLU(), nn.Linear(128, num_classes)

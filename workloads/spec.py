@@ -26,6 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from workloads.recipe import RECIPES
 from workloads.transport import config as tconfig
 from workloads.transport import dilation as tdilation
 from workloads.transport.completion import transport_names, transport_traits
@@ -47,6 +48,8 @@ PANELS = NETWORK, BURSTS, WORKLOAD, TRANSPORT, OUTPUT = (
 )  # fmt: skip
 
 
+#: Knobs whose default is the model's recipe (workloads/recipe.py).
+RECIPE_KNOBS = ("lr", "epochs", "batch_size")
 #: A fraction in [0, 1): ε (a round must deliver something) and injected loss.
 FRACTION = {"ge": 0, "lt": 1}
 
@@ -56,6 +59,12 @@ def knob(default: Any, panel: str, help: str, aliases: tuple[str, ...] = (), **l
     (pydantic's ge/gt/le/lt/pattern)."""
     extra = {"panel": panel, "aliases": list(aliases)}
     return Field(default, description=help, json_schema_extra=extra, **limits)
+
+
+def _per_model(name: str) -> str:
+    """The help's "(default: ...)" for a knob whose default is the model's recipe."""
+    given = ", ".join(f"{m} {getattr(r, name):g}" for m, r in RECIPES.items())
+    return f"(default: the model's recipe, workloads/recipe.py: {given})."
 
 
 class SpecError(ValueError):
@@ -82,15 +91,22 @@ class _WorkerKnobs(BaseModel):
         "iperf3/ping (network probes, no workers)."
     )  # fmt: skip
     model: Model = knob(
-        "cnn", WORKLOAD, "cnn: digits (8x8); mnist1d: MNIST-1D (1-D CNN, accuracy far from "
-        "saturated); resnet: synthetic CIFAR."
+        "cnn", WORKLOAD, "cnn: digits (8x8); mnist1d: MNIST-1D (1-D CNN with GroupNorm, AdamW, "
+        "warm-up then cosine: the recipe qualified offline); resnet: synthetic CIFAR."
     )  # fmt: skip
-    epochs: int = knob(5, WORKLOAD, "Training epochs.", ge=1, le=10_000)
+    epochs: int | None = knob(
+        None, WORKLOAD, "Training epochs " + _per_model("epochs"), ge=1, le=10_000
+    )
     steps: int | None = knob(
         None, WORKLOAD, "Cap on training steps (all epochs).", ge=1, le=10_000_000
     )
-    batch_size: int = knob(16, WORKLOAD, "Batch per rank.", ge=1, le=65_536)
-    lr: float = knob(0.1, WORKLOAD, "SGD learning rate.", gt=0, le=10)
+    batch_size: int | None = knob(
+        None, WORKLOAD, "Batch per rank " + _per_model("batch_size"), ge=1, le=65_536
+    )
+    lr: float | None = knob(
+        None, WORKLOAD, "Peak learning rate of the model's optimizer " + _per_model("lr"),
+        gt=0, le=10,
+    )  # fmt: skip
     seed: int = knob(0, WORKLOAD, "Seed of bursts, ECMP, data and model.", ge=0, le=2**32 - 1)
     threads: int = knob(1, WORKLOAD, "Torch threads per rank.", ge=1, le=256)
     resync_every: int | None = knob(
@@ -152,6 +168,20 @@ class _WorkerKnobs(BaseModel):
         None, TRANSPORT, "dblp: critical steps at the start (default: the phase controller's).",
         ge=0, le=1_000_000,
     )  # fmt: skip
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recipe_defaults(cls, data: Any) -> Any:
+        """lr, epochs and batch_size not given take the model's recipe's, so a spec always
+        holds the numbers it trains with (and the digits demo's hash is what it was)."""
+        if not isinstance(data, dict):
+            return data
+        model = data.get("model") or cls.model_fields["model"].default
+        recipe = RECIPES.get(model) if isinstance(model, str) else None
+        if recipe is None:  # an unknown model: its own field's check says so
+            return data
+        fill = {k: getattr(recipe, k) for k in RECIPE_KNOBS if data.get(k) is None}
+        return data | fill
 
     @model_validator(mode="after")
     def _epsilon_pins_only_when_off(self) -> Any:

@@ -37,23 +37,14 @@ from workloads.allreduce import run_allreduce
 from workloads.args import WorkerArgs, parse_args
 from workloads.models import build_model, param_count
 from workloads.rank import base_meta, phase_config, transport_config
+from workloads.recipe import make_optimizer, recipe_for, schedule_for
 from workloads.recorder import RankRecorder, emit
 from workloads.rendezvous import Identity, init_group, last_round_over, resolve_identity
 from workloads.replicas import evaluate, replica_drift, resync
 from workloads.round_signal import observe_rounds
-from workloads.steps import (
-    busy_ms,
-    lr_at,
-    lr_milestones,
-    round_ms,
-    step_loss,
-    stretch_compute,
-    summary,
-)
+from workloads.steps import busy_ms, round_ms, step_loss, stretch_compute, summary
 from workloads.transport.hooks import register_transport
 from workloads.transport.phase import Decision, PhaseController, rules_for
-
-MOMENTUM = 0.9
 
 
 def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
@@ -66,7 +57,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         raise SystemExit(f"batch size {spec.batch_size} x world {ident.world} exceeds the data")
     total = spec.epochs * spe if spec.steps is None else min(spec.steps, spec.epochs * spe)
     pcfg = phase_config(spec)
-    milestones = lr_milestones(total, pcfg.checkpoint_every)
+    recipe = recipe_for(spec.model)
+    sched = schedule_for(recipe, spec.lr, total, spe, pcfg.checkpoint_every)
     ddp = DistributedDataParallel(model, bucket_cap_mb=spec.bucket_cap_mb)
     cap_elems = min(n_params, int(spec.bucket_cap_mb * 2**20 / 4))
     state = register_transport(
@@ -77,8 +69,10 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         calibrate_elems=cap_elems,
     )
     signal = observe_rounds(state, ident.rank)
-    phase = PhaseController(rules_for(pcfg, milestones, spe), ident.rank)
-    opt = torch.optim.SGD(ddp.parameters(), lr=spec.lr, momentum=MOMENTUM)
+    # a cosine schedule has no decay steps: the controller's critical phases are then its
+    # warm-up and Accordion's rule
+    phase = PhaseController(rules_for(pcfg, sched.decay_steps, spe), ident.rank)
+    opt = make_optimizer(recipe, ddp.parameters(), sched.at(0))
     meta = base_meta(args, ident, state) | {
         "model": spec.model,
         "params": n_params,
@@ -87,7 +81,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         "test_size": len(data.y_test),
         "steps_per_epoch": spe,
         "steps_total": total,
-        "lr_milestones": list(milestones),
+        "lr_milestones": list(sched.decay_steps),
+        "recipe": recipe.record() | {"lr_warmup_steps": sched.warmup_steps},
         "phase_config": pcfg.record(),
     }
     rec.write_meta(meta)
@@ -105,7 +100,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
                 state.set_context(step, decision.phase, decision.epsilon, decision.eps_id)
                 if lead and phase.switched:
                     emit("eps_switch", **_switch(decision, spe))
-                lr = lr_at(spec.lr, step, milestones)
+                lr = sched.at(step)
                 for g in opt.param_groups:
                     g["lr"] = lr
                 x, y = data.x_train[idx], data.y_train[idx]
