@@ -93,8 +93,10 @@ def undilate_run(run_dir: Path, dilation: float, t0: float) -> list[str]:
 def calibration_spec(spec: Any, dilation: float) -> Any:
     """The short run that tells whether `spec` is faithful at `dilation`: its network, MTU,
     transport and all-reduce size (training: `size_mib`, ~ the digits CNN's 4 MB of gradients),
-    CALIBRATION_ROUNDS rounds, no bursts."""
+    CALIBRATION_ROUNDS rounds, no bursts; ε's schedule is the allreduce's default (the paper's
+    switches at epoch starts, which an allreduce has not)."""
     data = spec.model_dump() | {
+        "phase": type(spec).model_fields["phase"].default,
         "workload": "allreduce",
         "rounds": CALIBRATION_ROUNDS,
         "burst": "none",

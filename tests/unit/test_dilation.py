@@ -186,3 +186,13 @@ def test_the_cost_line_counts_ds_calibrations_and_verdicts(tmp_path):
         "dilation: D=1 x1, D=2 x2; 1 run(s) calibrated (1 min 15 s of calibration runs); "
         "2 of 3 faithful"
     )
+
+
+@pytest.mark.parametrize("transport", ["dblp", "mlt"])
+def test_a_paper_phase_training_run_calibrates_with_a_valid_allreduce(transport):
+    """The calibration is an allreduce; the paper's ε schedule (epoch starts) is a training
+    one, so the calibration takes the allreduce's default rather than failing validation."""
+    spec = RunSpec(workload="train", transport=transport, phase="paper")
+    calib = dilation.calibration_spec(spec, 2.0)
+    assert (calib.workload, calib.dilation, calib.burst) == ("allreduce", 2.0, "none")
+    assert calib.phase == RunSpec.model_fields["phase"].default
