@@ -12,6 +12,10 @@ aggregation->core uplinks *and* one worker's edge downlink). Magnitude units dep
   ``senders`` idle hosts (``sham = true`` sends the same traffic to idle neighbours instead),
 - ``delay``: added one-way delay in ms (netem only).
 
+A preset also says what it is for, ``role``: ``"burst"`` (the default), ``"calm"`` (the
+burst-free reference, ``none``) or ``"control"`` (``sham``); run.json records it as
+``preset_role`` and analysis reads roles, never preset names.
+
 Built-ins live in ``testbed/bursts/presets/*.toml``; any TOML file with the same shape is a preset.
 """
 
@@ -31,6 +35,7 @@ __all__ = [
     "Gilbert",
     "Preset",
     "PresetError",
+    "PresetRole",
     "Stream",
     "Target",
     "MAX_EVENTS",
@@ -133,9 +138,15 @@ class Stream(_Frozen):
         return self
 
 
+#: What a preset is for, as analysis reads it from run.json's `preset_role`: "calm" (the
+#: burst-free reference), "control" (a burst's CPU cost without its network effect), "burst".
+PresetRole = Literal["calm", "control", "burst"]
+
+
 class Preset(_Frozen):
     name: str = Field(min_length=1)
     description: str = ""
+    role: PresetRole = "burst"
     streams: tuple[Stream, ...] = ()
 
     @property

@@ -28,6 +28,7 @@ from testbed.run.summary import merge
 from testbed.spec import RunSpec
 from workloads.provenance import versions
 from workloads.spec import WORKER_WORKLOADS
+from workloads.transport.completion import transport_traits
 
 __all__ = ["Plan", "RunOutcome", "expected_duration_s", "plan", "run_experiment"]
 
@@ -77,12 +78,15 @@ def _run_signalled(
     out_root.mkdir(parents=True, exist_ok=True)
     run_dir = results.create_run_dir(out_root, run_id)
     commit, dirty = _git()
+    workers = spec.workload in WORKER_WORKLOADS
     info = schema.RunInfo(
         run_id=run_id,
         status="running",
         workload=spec.workload,
-        transport=spec.transport if spec.workload in WORKER_WORKLOADS else "",
+        transport=spec.transport if workers else "",
+        transport_traits=transport_traits(spec.transport).as_dict() if workers else {},
         preset=p.preset.name,
+        preset_role=p.preset.role,
         preset_hash=p.preset.hash,
         seed=spec.seed,
         spec=spec.model_dump(mode="json"),
