@@ -146,25 +146,26 @@ def judge_run(run_dir: Path) -> Fidelity:
 def sham_shift(
     calm_p50: pd.DataFrame, keys: tuple[str, ...] = ("workload", "transport")
 ) -> pd.DataFrame:
-    """Sweep-level control: per group (`keys`), the sham preset's calm p50 against none's
-    (medians over the group's runs). A shift beyond SHAM_SHIFT_MAX says the bursts' CPU cost
-    alone moves latency.
+    """Sweep-level control: per group (`keys`), the calm-round p50 under the control preset
+    (preset_role "control": sham) against the calm one ("calm": none), medians over the
+    group's runs. A shift beyond SHAM_SHIFT_MAX says the bursts' CPU cost alone moves latency.
 
-    calm_p50 has the key columns, preset and p50_ms (one row per run or per group); the result
-    has the keys, none_p50_ms, sham_p50_ms, shift (sham / none - 1) and faithful.
+    calm_p50 has the key columns, preset_role and p50_ms (one row per run or per group); the
+    result has the keys, none_p50_ms (calm), sham_p50_ms (control), shift (control / calm - 1)
+    and faithful.
     """
     cols = [*keys, "none_p50_ms", "sham_p50_ms", "shift", "faithful"]
     piv = calm_p50.pivot_table(
-        index=list(keys), columns="preset", values="p50_ms", aggfunc="median"
+        index=list(keys), columns="preset_role", values="p50_ms", aggfunc="median"
     )
-    if "sham" not in piv or "none" not in piv:
+    if "control" not in piv or "calm" not in piv:
         return pd.DataFrame(columns=cols)
-    both = piv[["none", "sham"]].dropna()
+    both = piv[["calm", "control"]].dropna()
     out = pd.DataFrame(
         {
-            "none_p50_ms": both["none"],
-            "sham_p50_ms": both["sham"],
-            "shift": both["sham"] / both["none"] - 1.0,
+            "none_p50_ms": both["calm"],
+            "sham_p50_ms": both["control"],
+            "shift": both["control"] / both["calm"] - 1.0,
         }
     ).reset_index()
     out["faithful"] = out["shift"].abs() <= SHAM_SHIFT_MAX

@@ -3,7 +3,14 @@
 Every table row gets the run's identity from run.json (workload, transport, label, preset,
 seed, spec_hash, repeat, status, unfaithful), so one groupby answers "per transport and preset"
 across any number of runs. `label` separates the variants of one transport that a benchmark
-compares side by side (tcp at two RTO minima, optireduce adaptive/fixed, dblp with phase off).
+compares side by side (two RTO minima, a bounded-time transport's modes, a phase-aware one's
+phase modes and stop rule, a fixed tolerance).
+
+Who is who comes from run.json too, never from a name: the runs frame carries the transport's
+traits (TRAIT_COLUMNS: completion, uses_epsilon, phase_aware, and its role per comparison,
+`role_paper` / `role_design`, "" where it takes no part) and the preset's role (`preset_role`:
+calm | control | burst). A run.json without them (before schema 4) is refused, with the
+command that adds them.
 """
 
 from __future__ import annotations
@@ -38,36 +45,98 @@ RUN_COLUMNS = (
     "unfaithful",
 )
 
+#: The comparisons a transport may take a role in (traits.py): the paper's and the design's.
+COMPARISONS = ("paper", "design")
+#: The transport's traits and the preset's role, as columns of the runs frame.
+TRAIT_COLUMNS = (
+    "completion",
+    "uses_epsilon",
+    "phase_aware",
+    *(f"role_{c}" for c in COMPARISONS),
+    "preset_role",
+)
+MIGRATE = "python -m testbed.run.migrate"
+
 #: Spec fields that may differ between the repeats of one experiment.
 PER_REPEAT_FIELDS = frozenset({"seed", "repeat", "out", "run_id"})
 
 #: Why an ok run was left out of the aggregates (`Runs.left_out`).
 UNFAITHFUL_REASON = "unfaithful: the emulator's CPU distorted its timing (--include-unfaithful)"
 
-#: A spec field and its default: a run whose field differs gets a label suffix.
+#: Spec fields and their defaults: a run whose field differs says so in its label.
 DEFAULT_TCP_RTO_MIN_MS = 200.0
+DEFAULT_TIMEOUT_MODE = "adaptive"  # a bounded-time transport's timeout rule
+DEFAULT_PHASE_MODE = "on"  # the adaptive phase controller
+DEFAULT_STOP = "idle"  # a bounded-loss stage ends once the stream is idle
+
+
+def _setting(spec: dict, params: dict, name: str, default: object) -> object:
+    """A transport setting as the run played it (transport_params.config), else its spec's."""
+    config = params.get("config")
+    config = config if isinstance(config, dict) else {}
+    value = config.get(name, spec.get(name))
+    return default if value is None else value
+
+
+def phase_mode(spec: dict, params: dict) -> str:
+    """The phase controller's mode as run (run.json spec, transport_params):
+    transport_params.phase.mode ("on" | "off" | "paper"), else (an older run.json) "off" when
+    it recorded phases disabled, else the spec's."""
+    phase = params.get("phase") or {}
+    if phase.get("mode"):
+        return str(phase["mode"])
+    if phase.get("enabled") is False:
+        return "off"
+    return str(spec.get("phase") or DEFAULT_PHASE_MODE)
+
+
+def fixed_tolerance(spec: dict, params: dict) -> float | None:
+    """The one ε of a run without phases (a pinned run, or a fixed-tolerance transport's P):
+    the pinned ε as run, else the spec's, else the stable-phase ε it defaults to."""
+    phase = params.get("phase") or {}
+    for value in (phase.get("pinned_epsilon"), spec.get("epsilon"), phase.get("eps_stable")):
+        if value is not None:
+            return float(value)
+    return None
 
 
 def label_of(info: RunInfo) -> str:
-    """Display name of the run's transport variant, e.g. "tcp-rto5ms", "optireduce-fixed"."""
-    spec = info.spec
+    """Display name of the run's transport variant, from its traits and what differs from the
+    defaults, e.g. "tcp-rto5ms", "optireduce-fixed", "dblp-phase-off",
+    "dblp (paper phase, stop early)", "mlt P=0.008"; the spec's `label` wins."""
+    spec, params, traits = info.spec, info.transport_params, info.transport_traits
     if spec.get("label"):
         return str(spec["label"])
-    t = info.transport or str(spec.get("transport", ""))
-    if t == "tcp":
-        rto = float(spec.get("tcp_rto_min_ms", DEFAULT_TCP_RTO_MIN_MS))
-        return t if rto == DEFAULT_TCP_RTO_MIN_MS else f"tcp-rto{rto:g}ms"
-    if t == "optireduce" and spec.get("optireduce_mode", "adaptive") != "adaptive":
-        return f"optireduce-{spec['optireduce_mode']}"
-    if t == "dblp" and spec.get("phase", "on") == "off":
-        return "dblp-phase-off"
-    return t
+    name = info.transport or str(spec.get("transport", ""))
+    rto = float(spec.get("tcp_rto_min_ms") or DEFAULT_TCP_RTO_MIN_MS)
+    if traits.get("completion") == "exact" and rto != DEFAULT_TCP_RTO_MIN_MS:
+        name += f"-rto{rto:g}ms"
+    if traits.get("completion") == "bounded-time":
+        mode = _setting(spec, params, "optireduce_mode", DEFAULT_TIMEOUT_MODE)
+        if mode != DEFAULT_TIMEOUT_MODE:
+            name += f"-{mode}"
+    notes = []
+    if traits.get("phase_aware"):
+        mode = phase_mode(spec, params)
+        if mode == "off":
+            name += "-phase-off"
+        elif mode != DEFAULT_PHASE_MODE:
+            notes.append(f"{mode} phase")
+    elif traits.get("uses_epsilon"):
+        p = fixed_tolerance(spec, params)
+        name += f" P={p:g}" if p is not None else ""
+    if traits.get("uses_epsilon"):
+        stop = _setting(spec, params, "stop", DEFAULT_STOP)
+        if stop != DEFAULT_STOP:
+            notes.append(f"stop {stop}")
+    return f"{name} ({', '.join(notes)})" if notes else name
 
 
 def _read_info(run_dir: Path) -> RunInfo:
-    """run.json, or a SchemaError that names the folder and the first bad field."""
+    """run.json, or a SchemaError that names the folder and the first bad field; a run.json
+    without the transport's traits or the preset's role is refused (it predates them)."""
     try:
-        return read_run_info(run_dir)
+        info = read_run_info(run_dir)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "run.json"
@@ -75,6 +144,27 @@ def _read_info(run_dir: Path) -> RunInfo:
             f"{run_dir}/run.json does not match RunInfo ({e.error_count()} errors; "
             f"first: {where}: {first['msg']})"
         ) from e
+    missing = [k for k, v in (("transport_traits", info.transport_traits or not info.transport),
+                              ("preset_role", info.preset_role)) if not v]  # fmt: skip
+    if missing:
+        raise SchemaError(
+            f"{run_dir}/run.json has no {' or '.join(missing)} (written before schema 4; "
+            f"analysis reads roles from them, not from names): run `{MIGRATE} {run_dir}`"
+        )
+    return info
+
+
+def _traits_row(info: RunInfo) -> dict:
+    """TRAIT_COLUMNS of one run (a run without a transport: no completion, no roles)."""
+    t = info.transport_traits
+    roles = t.get("roles") or {}
+    return {
+        "completion": str(t.get("completion", "")),
+        "uses_epsilon": bool(t.get("uses_epsilon", False)),
+        "phase_aware": bool(t.get("phase_aware", False)),
+        **{f"role_{c}": str(roles.get(c, "")) for c in COMPARISONS},
+        "preset_role": info.preset_role,
+    }
 
 
 def _repeat_of(info: RunInfo) -> int | None:
@@ -105,6 +195,7 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "dir": str(run_dir),
         "spec": dict(info.spec),
         "transport_params": dict(info.transport_params),
+        **_traits_row(info),
     }
 
 

@@ -19,8 +19,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 #: 2: rounds.loop_late_ms; transport names from the policy registry. 3: rounds.bytes_skipped,
-#: passes, pass_ms (older tables read with their defaults)
-SCHEMA_VERSION = 3
+#: passes, pass_ms (older tables read with their defaults). 4: run.json transport_traits and
+#: preset_role (analysis reads roles from them; `python -m testbed.run.migrate` adds them to
+#: an older run.json)
+SCHEMA_VERSION = 4
 
 #: The files of one run folder, by table name.
 TABLE_FILES = {
@@ -249,7 +251,13 @@ class RunInfo(BaseModel):
     reason: str = ""
     workload: str = "train"
     transport: str = ""
+    # What the transport is (workloads/transport/traits.py, as a plain dict): how a round ends,
+    # whether ε means anything, and its role per comparison; empty for a run without one
+    transport_traits: dict[str, Any] = Field(default_factory=dict)
     preset: str = "none"
+    # The preset's role from its TOML: "calm" (the burst-free reference), "control" (the CPU
+    # cost of bursts without their network effect) or "burst"; "" in a run.json before v4
+    preset_role: str = ""
     preset_hash: str = ""
     seed: int = 0
     spec: dict[str, Any] = Field(default_factory=dict)

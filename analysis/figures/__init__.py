@@ -2,8 +2,9 @@
 
 Every figure: its story in the title, units on every axis, legends outside the data (below
 the axes), one colour per transport label and one line style per burst preset, the same in
-every figure. Workloads (all-reduce rounds, training steps) never share an axis. Figures draw
-the runs they are given; the report passes the ok runs only (`Runs.aggregated`).
+every figure, read from each run's traits and preset role (style.py). Workloads (all-reduce
+rounds, training steps) never share an axis. Figures draw the runs they are given; the
+report passes the ok runs only (`Runs.aggregated`).
 
 One module per figure (`style` holds what they share), each function taking frames from
 `analysis.tables` and a path, returning the path written. `make_figures` draws every figure the
@@ -21,17 +22,19 @@ from pathlib import Path  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.figures.accuracy import accuracy_vs_time  # noqa: E402
-from analysis.figures.epsilon import EPSILON_TRANSPORTS, epsilon_and_loss  # noqa: E402
+from analysis.figures.epsilon import epsilon_and_loss  # noqa: E402
 from analysis.figures.headline import headline_bars  # noqa: E402
 from analysis.figures.latency import latency_cdf, latency_timeline  # noqa: E402
 from analysis.figures.style import (  # noqa: E402
     BURST_COLOR,
     DPI,
-    LABEL_COLORS,
+    KIND_COLORS,
     OTHER_STYLES,
-    PRESET_STYLES,
+    ROLE_STYLES,
     WORKLOAD_X,
     label_colors,
+    label_kinds,
+    preset_roles,
     preset_styles,
     write_png,
 )
@@ -43,19 +46,20 @@ from analysis.windows import applied_windows  # noqa: E402
 __all__ = [
     "BURST_COLOR",
     "DPI",
-    "EPSILON_TRANSPORTS",
-    "LABEL_COLORS",
+    "KIND_COLORS",
     "OTHER_STYLES",
-    "PRESET_STYLES",
+    "ROLE_STYLES",
     "TIMEOUT_TICKS",
     "WORKLOAD_X",
     "accuracy_vs_time",
     "epsilon_and_loss",
     "headline_bars",
     "label_colors",
+    "label_kinds",
     "latency_cdf",
     "latency_timeline",
     "make_figures",
+    "preset_roles",
     "preset_styles",
     "timeout_axis",
 ]
@@ -79,7 +83,9 @@ def make_figures(runs: Runs, tables: dict[str, pd.DataFrame], out_dir: Path) -> 
         made["accuracy_vs_time"] = accuracy_vs_time(runs, out_dir / "accuracy_vs_time.png")
     axis = tables.get("timeout_axis")
     if axis is not None and not axis.empty:
-        made["timeout_axis"] = timeout_axis(axis, out_dir / "timeout_axis.png")
+        made["timeout_axis"] = timeout_axis(
+            axis, out_dir / "timeout_axis.png", label_kinds(runs.runs)
+        )
     paper = tables.get("paper")
     if paper is not None and not paper.empty:
         made["headline_ratios"] = headline_bars(paper, out_dir / "headline_ratios.png")

@@ -11,7 +11,9 @@ from analysis.figures.style import (
     BURST_COLOR,
     first_repeats,
     label_colors,
+    label_kinds,
     legend_below,
+    preset_roles,
     preset_styles,
     save,
 )
@@ -23,7 +25,9 @@ def accuracy_vs_time(runs: Runs, path: Path) -> Path:
     """Test accuracy against wall time since the first training step, one line per run."""
     e = runs.evals.copy()
     e["t_rel_s"] = e["t_s"] - e["run_id"].map(origins(runs))
-    colors, styles = label_colors(e["label"]), preset_styles(e["preset"])
+    runs_df = runs.runs[runs.runs["run_id"].isin(e["run_id"])]
+    colors = label_colors(label_kinds(runs_df))
+    styles = preset_styles(preset_roles(runs_df))
     per_run = e.groupby("run_id").size()
     fig, ax = plt.subplots(figsize=(7.6, 4.8), layout="constrained")
     for _, g in e.sort_values("t_rel_s").groupby("run_id"):

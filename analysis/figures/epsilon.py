@@ -11,22 +11,22 @@ import pandas as pd
 from analysis.figures.style import (
     WORKLOAD_X,
     label_colors,
+    label_kinds,
     legend_below,
+    preset_roles,
     preset_styles,
     save,
     workload_names,
 )
 
-#: Transports whose rounds have a loss tolerance ε; the others have none to draw.
-EPSILON_TRANSPORTS = ("dblp",)
-
 
 def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
-    """ε (dblp's loss tolerance; the other transports have none) and delivered loss per round,
+    """ε (the loss tolerance of the transports whose traits say they use one; the others have
+    none) and delivered loss per round,
     mean over repeats: a column per workload. Transports that delivered everything in every
     round are named, not drawn as lines on zero."""
     workloads = workload_names(rl)
-    colors, styles = label_colors(rl["label"]), preset_styles(rl["preset"])
+    colors, styles = label_colors(label_kinds(rl)), preset_styles(preset_roles(rl))
     fig, axes = plt.subplots(
         2, len(workloads), figsize=(4.8 * len(workloads) + 0.6, 5.6), layout="constrained",
         squeeze=False, sharex="col",
@@ -34,10 +34,9 @@ def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
     drawn: set[str] = set()
     for j, workload in enumerate(workloads):
         w = rl[rl["workload"] == workload]
-        mean = w.groupby(["label", "preset", "transport", "iter"], as_index=False)[
-            ["epsilon", "delivered_loss"]
-        ].mean()
-        eps = mean[mean["transport"].isin(EPSILON_TRANSPORTS)]
+        keys = ["label", "preset", "transport", "uses_epsilon", "iter"]
+        mean = w.groupby(keys, as_index=False)[["epsilon", "delivered_loss"]].mean()
+        eps = mean[mean["uses_epsilon"]]
         lossy = mean.groupby(["label", "preset"])["delivered_loss"].transform("max") > 0
         zero = sorted(set(mean.loc[~lossy, "label"]) - set(mean.loc[lossy, "label"]))
         for ax, df, col in (
@@ -52,10 +51,10 @@ def epsilon_and_loss(rl: pd.DataFrame, path: Path) -> Path:
             if df.empty:
                 ax.text(0.5, 0.5, "nothing to draw", ha="center", va="center",
                         transform=ax.transAxes, color="0.5")  # fmt: skip
-        no_eps = sorted(set(w["transport"]) - set(EPSILON_TRANSPORTS))
+        no_eps = sorted(set(w.loc[~w["uses_epsilon"], "transport"]))
         axes[0, j].set_title(
             f"{workload}: ε per round"
-            + (f"\n(only dblp has an ε; not drawn: {', '.join(no_eps)})" if no_eps else ""),
+            + (f"\n(no ε, not drawn: {', '.join(no_eps)})" if no_eps else ""),
             fontsize=9,
         )
         axes[1, j].set_title(

@@ -16,9 +16,11 @@ from analysis.figures.style import (
     WORKLOAD_X,
     first_repeats,
     label_colors,
+    label_kinds,
     legend_below,
     log_ms_axis,
     preset_order,
+    preset_roles,
     preset_styles,
     save,
     workload_names,
@@ -29,7 +31,7 @@ def latency_cdf(rl: pd.DataFrame, path: Path) -> Path:
     """Empirical CDF of round latency (max over ranks, repeats pooled): a panel per workload,
     a line per transport and preset."""
     workloads = workload_names(rl)
-    colors, styles = label_colors(rl["label"]), preset_styles(rl["preset"])
+    colors, styles = label_colors(label_kinds(rl)), preset_styles(preset_roles(rl))
     fig, axes = plt.subplots(
         1, len(workloads), figsize=(4.6 * len(workloads) + 0.6, 4.4), layout="constrained",
         squeeze=False,
@@ -61,12 +63,13 @@ def latency_timeline(rl: pd.DataFrame, windows: pd.DataFrame, path: Path) -> Pat
     per workload, a row per transport, a column per preset; applied burst windows shaded and
     the rounds that overlapped one marked. The title says how many runs it shows."""
     first = first_repeats(rl)
-    colors = label_colors(first["label"])
+    colors = label_colors(label_kinds(first))
     workloads = workload_names(first)
+    by_role = preset_order(preset_roles(first))
     shape = {
         w: (
             sorted(first.loc[first["workload"] == w, "label"].unique()),
-            sorted(first.loc[first["workload"] == w, "preset"].unique(), key=preset_order),
+            sorted(first.loc[first["workload"] == w, "preset"].unique(), key=by_role),
         )
         for w in workloads
     }

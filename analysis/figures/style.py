@@ -1,33 +1,38 @@
 """What every figure shares, so they look alike: DPI and fonts, a colour per transport label,
-a line style per burst preset, legends below the axes, a readable log-ms axis."""
+a line style per burst preset, legends below the axes, a readable log-ms axis.
+
+Colours and styles come from what run.json says a run is, never from names: a label's colour
+from its transport's completion (a family of hues per kind: bounded-loss blues and greens,
+bounded-time oranges and browns, exact greys and purples), the labels of one kind taking its
+colours in label order; a preset's line style from its role (calm dotted, control dashed)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib import ticker
-from matplotlib.colors import to_hex
 from matplotlib.lines import Line2D
 
 DPI = 150
 BURST_COLOR = "tab:red"
-#: Colours of the known transport labels (others take the next free colour of tab10).
-LABEL_COLORS = {
-    "tcp": "tab:gray",
-    "tcp-rto5ms": "tab:brown",
-    "optireduce": "tab:orange",
-    "optireduce-fixed": "tab:olive",
-    "dblp": "tab:blue",
-    "dblp-phase-off": "tab:cyan",
-    "reliable": "tab:purple",
-}
-#: Line styles of burst presets: the unimpaired reference dotted, the CPU-only control dashed.
-PRESET_STYLES = {"none": ":", "sham": "--"}
+#: Colours per completion kind, in the order a kind's labels (sorted) take them; a kind with
+#: more labels than colours cycles. "" (no transport, or one these runs lack): the rest.
+KIND_COLORS = {
+    "bounded-loss": ("tab:blue", "tab:cyan", "tab:green", "#08306b", "#74c476", "#6baed6",
+                     "#00441b", "#9ecae1"),
+    "bounded-time": ("tab:orange", "tab:brown", "tab:olive", "#fdae6b", "#7f2704", "#e6550d",
+                     "#d6a756", "#a63603"),
+    "exact": ("tab:gray", "tab:purple", "black", "#9e9ac8", "#54278f", "#bdbdbd", "#3f007d"),
+    "": ("tab:pink", "#e7298a", "#c994c7", "#7a0177"),
+}  # fmt: skip
+#: Line styles of burst presets by role: the unimpaired reference dotted, the CPU-only
+#: control dashed, the bursty ones in turn from OTHER_STYLES.
+ROLE_STYLES = {"calm": ":", "control": "--"}
 OTHER_STYLES = ("-", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)))
 WORKLOAD_X = {"allreduce": "all-reduce round", "train": "training step"}
 
@@ -60,37 +65,49 @@ def save(fig: plt.Figure, path: Path) -> Path:
     return figures._save(fig, path)
 
 
-def _assign(keys: Iterable[str], fixed: dict, spare: Sequence, order=None) -> dict:
-    """Each key its fixed value, else the next spare one (cycling): the same in every figure."""
+def label_kinds(df: pd.DataFrame) -> dict[str, str]:
+    """label -> its transport's completion, from a frame with both columns (runs, rounds)."""
+    return dict(zip(df["label"], df["completion"], strict=True))
+
+
+def label_colors(kinds: Mapping[str, str]) -> dict[str, str]:
+    """A colour per transport label (kinds: label -> completion): the labels of one
+    completion kind take its KIND_COLORS in label order, so a label's colour depends only on
+    the labels of its kind in the figure; a label of an unknown kind takes the rest's."""
+    out: dict[str, str] = {}
+    by_kind: dict[str, list[str]] = {}
+    for label, kind in kinds.items():
+        by_kind.setdefault(kind if kind in KIND_COLORS else "", []).append(label)
+    for kind, labels in by_kind.items():
+        palette = KIND_COLORS[kind]
+        for i, label in enumerate(sorted(set(labels))):
+            out[label] = palette[i % len(palette)]
+    return dict(sorted(out.items()))
+
+
+def preset_roles(df: pd.DataFrame) -> dict[str, str]:
+    """preset -> its role, from a frame with `preset` and `preset_role` (runs, rounds)."""
+    return dict(zip(df["preset"], df["preset_role"], strict=True))
+
+
+def preset_styles(roles: Mapping[str, str]) -> dict[str, object]:
+    """A line style per burst preset (roles: preset -> role): the calm reference dotted, the
+    control dashed, the bursty presets solid and then the other styles in turn."""
     out, k = {}, 0
-    for key in sorted(set(keys), key=order):
-        if key in fixed:
-            out[key] = fixed[key]
+    for p in sorted(roles, key=preset_order(roles)):
+        if roles[p] in ROLE_STYLES:
+            out[p] = ROLE_STYLES[roles[p]]
         else:
-            out[key] = spare[k % len(spare)]
+            out[p] = OTHER_STYLES[k % len(OTHER_STYLES)]
             k += 1
     return out
 
 
-def label_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A fixed colour per transport label; others take, in turn, the colours of tab10, Dark2
-    and tab20b that no fixed label and no burst shading uses (compared as hex: the colour maps
-    give RGB tuples), so a sweep's many labels stay apart."""
-    taken = {to_hex(c) for c in (*LABEL_COLORS.values(), BURST_COLOR)}
-    maps = ("tab10", "Dark2", "tab20b")
-    spare = [c for m in maps for c in plt.get_cmap(m).colors]
-    free = list({to_hex(c): c for c in spare if to_hex(c) not in taken}.values())
-    return _assign(labels, LABEL_COLORS, free)
-
-
-def preset_styles(presets: Iterable[str]) -> dict[str, object]:
-    """A fixed line style per burst preset: bursty presets solid, `none` dotted, `sham` dashed."""
-    return _assign(presets, PRESET_STYLES, OTHER_STYLES, order=preset_order)
-
-
-def preset_order(p: str) -> tuple[int, str]:
-    """Reference first (none), then the bursty presets, the CPU-only control (sham) last."""
-    return (0 if p == "none" else 2 if p == "sham" else 1, p)
+def preset_order(roles: Mapping[str, str]) -> Callable[[str], tuple[int, str]]:
+    """A sort key over preset names: the calm reference first, then the bursty presets, the
+    CPU-only control last (a preset missing from roles counts as bursty)."""
+    rank = {"calm": 0, "control": 2}
+    return lambda p: (rank.get(roles.get(p, ""), 1), p)
 
 
 def legend_below(

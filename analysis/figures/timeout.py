@@ -1,7 +1,8 @@
-"""The per-event hit-round ratio against optireduce's timeout."""
+"""The per-event hit-round ratio against a bounded-time baseline's timeout."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,14 +18,15 @@ from analysis.tables.constants import ADAPTIVE_MODE, PUBLISHED
 TIMEOUT_TICKS = (1, 1.5, 2, 3, 4, 6, 8, 12, 16)
 
 
-def timeout_axis(axis: pd.DataFrame, path: Path) -> Path:
-    """The per-event hit-round ratio (optireduce / dblp, the `timeout_axis` table) against
-    optireduce's hard timeout as a multiple of its calm round: a panel per (workload, preset),
+def timeout_axis(axis: pd.DataFrame, path: Path, kinds: Mapping[str, str] | None = None) -> Path:
+    """The per-event hit-round ratio (baseline / system, the `timeout_axis` table) against
+    the bounded-time baseline's hard timeout as a multiple of its calm round (kinds: label ->
+    completion, for the colours): a panel per (workload, preset),
     the max over events as markers on a line, p90 and median lighter; the adaptive mode a
     separate marker at its effective timeout (median hit round / calm p50); the published
     5.88x dashed and y = 1 (no difference) for reference."""
     groups = list(axis.groupby(["workload", "preset"], sort=True))
-    colors = label_colors(axis["label"])
+    colors = label_colors({lab: (kinds or {}).get(lab, "") for lab in axis["label"]})
     fig, axes = plt.subplots(
         1, len(groups), figsize=(max(8.6, 5.2 * len(groups) + 0.6), 4.6), layout="constrained",
         squeeze=False, sharey=True,
@@ -57,14 +59,14 @@ def timeout_axis(axis: pd.DataFrame, path: Path) -> Path:
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}×"))
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.set_ylim(0, top)
-        ax.set_xlabel("optireduce hard timeout (× its calibrated calm-round p50, log scale)")
+        ax.set_xlabel("baseline's hard timeout (× its calibrated calm-round p50, log scale)")
         events, seeds = int(g["events"].min()), int(g["seeds"].max())
         ax.set_title(f"{workload} · preset {preset}\n(each point: ≥ {events} events from "
                      f"{seeds} seed{'s' if seeds != 1 else ''})", fontsize=9)  # fmt: skip
         ax.grid(True, which="major", alpha=0.3)
-    axes[0, 0].set_ylabel("hit-round latency ratio, optireduce / dblp (×)")
-    fig.suptitle("Per burst event: hit-round latency under optireduce / under dblp, "
-                 "against optireduce's timeout")  # fmt: skip
+    axes[0, 0].set_ylabel("hit-round latency ratio, baseline / system (×)")
+    fig.suptitle("Per burst event: hit-round latency under the baseline / under the system, "
+                 "against the baseline's timeout")  # fmt: skip
     ref = "0.3"
     extra = (
         Line2D([], [], color=ref, ls="-", lw=1.8, marker="o", ms=5, label="max over events"),
@@ -76,7 +78,7 @@ def timeout_axis(axis: pd.DataFrame, path: Path) -> Path:
         Line2D([], [], color="0.5", lw=0.8, label="y = 1: no difference"),
     )  # fmt: skip
     by_label = [
-        Line2D([], [], color=c, lw=2, label=f"dblp label {lab}") for lab, c in colors.items()
+        Line2D([], [], color=c, lw=2, label=f"system label {lab}") for lab, c in colors.items()
     ]
     handles = [*(by_label if len(by_label) > 1 else []), *extra]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)

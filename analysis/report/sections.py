@@ -19,43 +19,103 @@ from analysis.report.views import (
     PAPER_VIEW,
     TIMEOUT_VIEW,
 )
-from analysis.tables.constants import FAST_EPSILON, PAPER_BASELINE, PUBLISHED
+from analysis.tables.constants import FAST_EPSILON, PUBLISHED
+from analysis.tables.roles import BASELINE, COMPARISONS, PAPER, Cast, comparison_order
 
-#: Paper rows the headline shows; beyond them it shows the rows vs `optireduce` only.
+#: Paper rows the headline shows; beyond them it shows the rows vs baselines at their defaults.
 HEADLINE_ROWS = 8
 
-PAPER_SECTION = "The paper's statistics vs every optireduce baseline"
+#: The headline's name of each comparison; its section's title.
+SHORT = {"paper": "The paper's comparison", "design": "The design comparison"}
+SECTIONS = {
+    "paper": "The paper's comparison: its system vs its own baseline",
+    "design": "The design comparison: the system vs the design card's baselines",
+}
 EVENTS_SECTION = "Burst events: the round each one hit, paired by event"
-TIMEOUT_SECTION = "optireduce's timeout as an axis"
-PHASE_SECTION = "Phase ablation: dblp's ε policy, training time and accuracy"
+TIMEOUT_SECTION = "A bounded-time baseline's timeout as an axis"
+PHASE_SECTION = "Phase ablation: the ε policy, training time and accuracy"
+#: What the paper's baseline is, for a report that has no run of it.
+PAPER_BASELINE_IS = "a fixed-tolerance bounded-loss transport"
 
 
-def headline_rows(paper: pd.DataFrame) -> pd.DataFrame:
-    """The paper rows on the first screen: all of them when few, else those vs the adaptive
-    `optireduce` (a timeout sweep has a row per timeout; they are in their own section)."""
-    if len(paper) <= HEADLINE_ROWS:
-        return paper
-    main = paper[paper["baseline"] == PAPER_BASELINE]
-    return main if not main.empty else paper
+def published() -> str:
+    return (
+        f"{fmt_pct(PUBLISHED['e2e_reduction_mean'])} mean / "
+        f"{fmt_pct(PUBLISHED['e2e_reduction_max'])} max e2e time cut, "
+        f"{fmt_ratio(PUBLISHED['event_ratio_max'])} max hit-round ratio"
+    )
 
 
-def headline(tables: dict[str, pd.DataFrame]) -> tuple[str, pd.DataFrame]:
-    """The terminal's table: the paper's statistics if there is an optireduce baseline, else
-    round latency per transport."""
+def headline_comparison(paper: pd.DataFrame) -> str | None:
+    """The comparison the headline shows: the paper's if it has rows, else the design's."""
+    present = [c for c in COMPARISONS if (paper["comparison"] == c).any()]
+    return present[0] if present else None
+
+
+def headline_rows(paper: pd.DataFrame, cast: Cast) -> pd.DataFrame:
+    """The headline comparison's rows on the first screen: all of them when few, else those
+    vs a baseline at its defaults (a label that is its transport's name: a timeout sweep has
+    a row per timeout; they are in their own section)."""
+    rows = paper[paper["comparison"] == headline_comparison(paper)]
+    if len(rows) <= HEADLINE_ROWS:
+        return rows
+    main = rows[rows["baseline"].isin(cast.transports.index)]
+    return main if not main.empty else rows
+
+
+def headline(tables: dict[str, pd.DataFrame], cast: Cast) -> tuple[str, pd.DataFrame]:
+    """The terminal's table: the paper's statistics in the paper's comparison if it has rows,
+    else in the design's, else round latency per transport."""
     paper = tables["paper"]
-    if not paper.empty:
+    shown = headline_comparison(paper)
+    if shown is not None:
+        said = f"published: {published()}" if shown == PAPER else _no_paper_baseline(cast)
         return (
-            f"Paper's statistics vs {PAPER_BASELINE} (published: "
-            f"{fmt_pct(PUBLISHED['e2e_reduction_mean'])} mean / "
-            f"{fmt_pct(PUBLISHED['e2e_reduction_max'])} max e2e time cut, "
-            f"{fmt_ratio(PUBLISHED['event_ratio_max'])} max hit-round ratio)",
+            f"{SHORT[shown]} ({said})",
             view(
-                headline_rows(paper), (Col("workload", "workload"), *PAPER_VIEW), drop_empty=False
+                headline_rows(paper, cast),
+                (Col("workload", "workload"), *PAPER_VIEW),
+                drop_empty=False,
             ),
         )
     lat = tables["latency"]
     cols = (Col("workload", "workload"), *LATENCY_VIEW)
     return "Round latency per transport (ms)", view(lat, cols) if not lat.empty else lat
+
+
+def _no_paper_baseline(cast: Cast) -> str:
+    if cast.has(PAPER, BASELINE):
+        return "no paper-comparison rows: the published figures stand beside none of these"
+    return f"no runs of the paper's baseline, {PAPER_BASELINE_IS}"
+
+
+def comparison_sections(paper: pd.DataFrame, cast: Cast, headline_shown: int) -> list[str]:
+    """A section per comparison: its rows of the paper's statistics, or why it has none; none
+    for the headline's comparison when the headline shows all its rows."""
+    lines = []
+    shown = headline_comparison(paper)
+    for c in COMPARISONS:
+        rows = paper[paper["comparison"] == c]
+        if not rows.empty and c == shown and headline_shown == len(rows):
+            continue  # the headline shows every row
+        lines += [f"## {SECTIONS[c]}", ""]
+        if c == PAPER:
+            lines += [f"Published ({published()}), for this comparison only.", ""]
+        if rows.empty:
+            lines += [
+                (
+                    f"_No runs of the paper's baseline ({PAPER_BASELINE_IS}): nothing here "
+                    "stands beside the published figures._"
+                    if c == PAPER and not cast.has(PAPER, BASELINE)
+                    else "_No run pairs this comparison's system with its baseline under a "
+                    "preset that impairs the network._"
+                ),
+                "",
+            ]
+        else:
+            lines += by_workload(rows, PAPER_VIEW, ["preset", "label", "baseline"])
+            lines += ["CSV: [tables/paper.csv](tables/paper.csv)", ""]
+    return lines
 
 
 def anchor(title: str) -> str:
@@ -83,22 +143,29 @@ def by_workload(df: pd.DataFrame, cols: Sequence[Col], sort: list[str]) -> list[
     return lines
 
 
-def _baseline_order(comp: pd.DataFrame) -> list[str]:
-    """The paper's baseline (optireduce labels) first, then the others (tcp labels)."""
-    bases = comp[["baseline", "baseline_transport"]].drop_duplicates()
-    bases = bases.assign(first=bases["baseline_transport"] != PAPER_BASELINE)
-    return list(bases.sort_values(["first", "baseline"])["baseline"])
+def _baseline_order(comp: pd.DataFrame) -> list[tuple[str, str]]:
+    """(comparison, baseline) pairs: the paper's comparison first, then the design's; within
+    one, baselines by label."""
+    bases = comp[["comparison", "baseline"]].drop_duplicates()
+    bases = bases.assign(_o=comparison_order(bases["comparison"]))
+    return list(
+        bases.sort_values(["_o", "baseline"])[["comparison", "baseline"]].itertuples(
+            index=False, name=None
+        )
+    )
 
 
 def comparison_tables(comp: pd.DataFrame) -> list[str]:
-    """A sub-table per (workload, baseline): who is faster than that baseline, by how much."""
+    """A sub-table per (workload, comparison, baseline): who is faster than that baseline, by
+    how much."""
     if comp.empty:
         return [markdown(comp)]
     lines = []
     for workload, w in comp.groupby("workload"):
-        for base in _baseline_order(w):
-            g = w[w["baseline"] == base].sort_values(["preset", "label"])
-            lines += [f"### {workload}: each transport vs `{base}`", ""]
+        for comparison, base in _baseline_order(w):
+            g = w[(w["comparison"] == comparison) & (w["baseline"] == base)]
+            g = g.sort_values(["preset", "label"])
+            lines += [f"### {workload}: each transport vs `{base}` ({comparison} comparison)", ""]
             lines.append(markdown(view(g, COMPARISON_VIEW)))
     return lines
 
@@ -110,9 +177,9 @@ def timeout_section(axis: pd.DataFrame, figure: Path | None, out_dir: Path) -> l
     lines = [f"## {TIMEOUT_SECTION}", ""]
     lines += [
         f'The paper\'s "up to {fmt_ratio(PUBLISHED["event_ratio_max"])}" depends on how long '
-        "the baseline waits: optireduce fixed "
+        "the baseline waits: a bounded-time baseline in its fixed mode "
         "at a hard timeout of X × its calibrated burst-free round (t_max / p50 as played, "
-        "from run.json; median over the label's runs), and optireduce adaptive at its "
+        "from run.json; median over the label's runs), and in its adaptive mode at its "
         "effective timeout, the median round a burst hit over that p50. Ratios per burst "
         "event as under [Burst events](#" + anchor(EVENTS_SECTION) + ").",
         "",
@@ -136,11 +203,12 @@ def phase_section(ablation: pd.DataFrame) -> list[str]:
         return []
     lines = [f"## {PHASE_SECTION}", ""]
     lines += [
-        "dblp's loss tolerance ε per policy, on the training runs, beside the exact transports "
-        "and optireduce: phase-aware ε (exact in critical phases, ε_stable in stable ones) "
-        "against ε pinned for the whole run. Times, accuracy and loss are mean [95% CI] over "
-        f"seeds; Δ accuracy is paired by seed against the exact reference ({_exact(ablation)}); "
-        f"the time ratio is paired by seed against the dblp run with ε pinned at "
+        "A phase-aware transport's loss tolerance ε per policy, on the training runs, beside "
+        "the other transports: phase-aware ε (exact in critical phases, ε_stable in stable "
+        "ones) against ε pinned for the whole run. Times, accuracy and loss are mean [95% CI] "
+        f"over seeds; Δ accuracy is paired by seed against the exact reference "
+        f"({_exact(ablation)}); the time ratio is paired by seed against the run with ε "
+        "pinned at "
         f"{FAST_EPSILON:g}; rounds in critical phase as the phase detector labelled them (it "
         "labels them with phase off too).",
         "",

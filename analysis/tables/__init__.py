@@ -11,8 +11,10 @@ Definitions (one place, so every table agrees):
   same repeats (same seeds, hence the same bursts), else fall back to unpaired intervals.
 - In-burst mean ratio = baseline's mean in-burst round latency / the transport's (a ratio of
   means, not the paper's statistic); end-to-end reduction = 1 - training time / baseline's.
-  Baselines are the `tcp` and `optireduce` labels; the paper's ratios use `optireduce` labels
-  only, never `tcp`.
+  Baselines are the labels whose transport plays "baseline" in a comparison, as run.json's
+  transport_traits say (`roles`): the paper's comparison (its system vs its fixed-tolerance
+  baseline) and the design's (the system vs the design card's baselines). Every ratio row says
+  its `comparison`; the published figures stand beside the paper's comparison only.
 - The paper's burst statistic is per event (`event_table`): the hit round's latency under the
   baseline over under the transport, paired by event on the same seed; its max over events
   is what the paper's "up to 5.88x" reports. A max has no confidence interval, so the tables
@@ -29,7 +31,8 @@ Definitions (one place, so every table agrees):
 - CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
   maximum when there were too few samples, and its `*_rule` column says which.
 
-Layout: `constants` (names every table agrees on), `common` (`round_level` and the helpers of a
+Layout: `constants` (names every table agrees on), `roles` (who is who, from run.json's
+traits and preset roles), `common` (`round_level` and the helpers of a
 group row), `metrics` (per-run quantities), then a module per table family; `build_tables` here.
 """
 
@@ -37,21 +40,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.load import Runs
+from analysis.load import TRAIT_COLUMNS, Runs
 from analysis.tables.common import rejections_text, round_level
 from analysis.tables.comparisons import comparisons
 from analysis.tables.constants import (
     ADAPTIVE_MODE,
-    BASELINE_TRANSPORTS,
     DEFAULT_TARGET_FRACTION,
     EVENT_QUANTILES,
     EVENT_STATS,
-    EXACT_TRANSPORTS,
     FAST_EPSILON,
     GROUP,
-    NON_BURST_PRESETS,
-    PAPER_BASELINE,
-    PAPER_SYSTEM,
     PHASE_AWARE,
     PUBLISHED,
 )
@@ -63,6 +61,7 @@ from analysis.tables.paper import paper_comparisons, paper_table
 from analysis.tables.params import run_params
 from analysis.tables.phase import phase_ablation
 from analysis.tables.probes import probe_table
+from analysis.tables.roles import Cast
 from analysis.tables.sham import sham_table
 from analysis.tables.summary import summary
 from analysis.tables.timeout import timeout_axis, timeout_reaching
@@ -71,18 +70,14 @@ from analysis.tables.validity import validity_table
 
 __all__ = [
     "ADAPTIVE_MODE",
-    "BASELINE_TRANSPORTS",
     "DEFAULT_TARGET_FRACTION",
     "EVENT_QUANTILES",
     "EVENT_STATS",
-    "EXACT_TRANSPORTS",
     "FAST_EPSILON",
     "GROUP",
-    "NON_BURST_PRESETS",
-    "PAPER_BASELINE",
-    "PAPER_SYSTEM",
     "PHASE_AWARE",
     "PUBLISHED",
+    "Cast",
     "build_tables",
     "comparisons",
     "default_target",
@@ -125,17 +120,19 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
     rl = round_level(ok)
     events = event_table(rl, ok.bursts)
     params = run_params(ok)
+    cast = Cast.of(runs.runs)
     return {
         "latency": latency_table(ok, rl, left),
         "comparisons": comp,
-        "paper": paper_table(comp, events),
+        "paper": paper_table(comp, events, cast),
         "events": events,
-        "timeout_axis": timeout_axis(rl, ok.bursts, events, params),
+        "timeout_axis": timeout_axis(rl, ok.bursts, events, params, cast),
         "training": training_table(metrics, target_acc, left),
         "phase_ablation": phase_ablation(metrics, params, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),
         "sham_shift": sham_table(rl, ok),
         "probes": probe_table(ok),
-        "runs": all_metrics,
+        # runs.csv: the measurements; the traits and roles are in each run's run.json
+        "runs": all_metrics.drop(columns=list(TRAIT_COLUMNS)),
     }

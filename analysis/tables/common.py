@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.load import Runs, origins
+from analysis.load import TRAIT_COLUMNS, Runs, origins
 from analysis.stats import Estimate, mean_ci
 from analysis.tables.constants import GROUP
 from analysis.windows import in_burst
@@ -16,7 +16,8 @@ from analysis.windows import in_burst
 
 def round_level(runs: Runs) -> pd.DataFrame:
     """One row per (run, round): latency (max over ranks), span, loss, in_burst, t_rel_s
-    (seconds since the run's origin_s, see `analysis.load.origins`)."""
+    (seconds since the run's origin_s, see `analysis.load.origins`), and the run's identity
+    with its transport's traits and preset's role (TRAIT_COLUMNS)."""
     r = runs.rounds
     r = r[(r["stage"] == "total") & ~r["is_warmup"].astype(bool)]
     cols = {
@@ -33,7 +34,9 @@ def round_level(runs: Runs) -> pd.DataFrame:
         "train_phase": ("train_phase", "first"),
     }
     g = r.groupby(["run_id", "round"], as_index=False).agg(**cols)
-    info = runs.runs[["run_id", *GROUP, "transport", "repeat", "status", "unfaithful"]]
+    info = runs.runs[
+        ["run_id", *GROUP, "transport", "repeat", "status", "unfaithful", *TRAIT_COLUMNS]
+    ]
     g = g.merge(info, on="run_id", how="left")
     g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
     g["origin_s"] = g["run_id"].map(origins(runs)).astype("float64")

@@ -1,4 +1,6 @@
-"""Each transport vs each baseline label: in-burst mean ratio, time cuts, Δ accuracy."""
+"""Each transport vs each baseline label, per comparison: in-burst mean ratio, time cuts,
+Δ accuracy. A baseline is a label whose transport plays "baseline" in a comparison (run.json's
+traits); each row says which comparison (`comparison`: "paper" | "design")."""
 
 from __future__ import annotations
 
@@ -16,12 +18,7 @@ from analysis.tables.common import (
     paired_values,
     validity_flags,
 )
-from analysis.tables.constants import BASELINE_TRANSPORTS
-
-
-def _baselines(metrics: pd.DataFrame, transports: tuple[str, ...]) -> list[str]:
-    """Labels of the runs whose transport is a baseline (e.g. "tcp", "tcp-rto5ms")."""
-    return sorted(metrics.loc[metrics["transport"].isin(transports), "label"].unique())
+from analysis.tables.roles import BASELINE, COMPARISONS, labels_in_role
 
 
 def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool, float]:
@@ -35,17 +32,14 @@ def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bo
     return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired, best
 
 
-def comparisons(
-    metrics: pd.DataFrame,
-    baseline_transports=BASELINE_TRANSPORTS,
-    left_out: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """Per (workload, preset, label, baseline): in-burst mean ratio, reductions of training
-    time and of time-to-accuracy, Δ final accuracy."""
+def comparisons(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (workload, preset, comparison, baseline, label): in-burst mean ratio, reductions of
+    training time and of time-to-accuracy, Δ final accuracy. metrics: `run_metrics` (with
+    the transports' role columns)."""
     rows = []
-    bases = _baselines(metrics, baseline_transports)
+    bases = [(c, base) for c in COMPARISONS for base in labels_in_role(metrics, c, BASELINE)]
     for (workload, preset), g in metrics.groupby(["workload", "preset"]):
-        for base in bases:
+        for comparison, base in bases:
             b = g[g["label"] == base]
             if b.empty:
                 continue
@@ -60,6 +54,7 @@ def comparisons(
                 dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else nan_est()
                 rows.append(
                     {
+                        "comparison": comparison,
                         **pair_identity(workload, preset, label, base, a, b),
                         **est_columns("burst_mean_ratio", burst),
                         **est_columns("e2e_reduction", red),
@@ -80,6 +75,7 @@ def comparisons(
 
 
 _COMPARISON_COLUMNS = [
+    "comparison",
     "workload",
     "preset",
     "label",

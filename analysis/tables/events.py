@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.tables.common import pair_identity
-from analysis.tables.constants import BASELINE_TRANSPORTS, EVENT_QUANTILES, EVENT_STATS
+from analysis.tables.constants import EVENT_QUANTILES, EVENT_STATS
+from analysis.tables.roles import BASELINE, COMPARISONS, labels_in_role
 from analysis.windows import applied_windows
 
 
@@ -30,26 +31,28 @@ def event_rounds(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["run_id", "event_id", "round", "latency_ms"])
 
 
-def event_table(
-    rl: pd.DataFrame, bursts: pd.DataFrame, baseline_transports=BASELINE_TRANSPORTS
-) -> pd.DataFrame:
+def event_table(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
     """The paper's single-round statistic: per burst event, the hit round's latency under the
     baseline over under the transport, paired by event on the same seed and repeat (same
     schedule, same event ids), reported as median, p90 and max over events, with the ratio of
     calm-round medians beside it (what the baseline costs when nothing bursts). `events`
-    counts the paired events, `seeds` the repeats they came from."""
+    counts the paired events, `seeds` the repeats they came from. A baseline is a label whose
+    transport plays "baseline" in a comparison (rl's role columns); rows say which."""
     hits = event_rounds(rl, bursts)
-    cols = ["workload", "preset", "label", "transport", "baseline", "baseline_transport"]
+    cols = ["comparison", "workload", "preset", "label", "transport", "baseline"]
+    cols += ["baseline_transport"]
     cols += EVENT_STATS
     if hits.empty:
         return pd.DataFrame(columns=cols)
     info = rl.drop_duplicates("run_id").set_index("run_id")
-    hits = hits.join(info[["workload", "label", "preset", "transport", "repeat"]], on="run_id")
+    roles = [f"role_{c}" for c in COMPARISONS]
+    keep = ["workload", "label", "preset", "transport", "repeat", *roles]
+    hits = hits.join(info[keep], on="run_id")
     calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median()
     rows = []
     for (workload, preset), g in hits.groupby(["workload", "preset"]):
-        bases = sorted(g.loc[g["transport"].isin(baseline_transports), "label"].unique())
-        for base in bases:
+        bases = [(c, base) for c in COMPARISONS for base in labels_in_role(g, c, BASELINE)]
+        for comparison, base in bases:
             b = g[g["label"] == base]
             for label, a in g.groupby("label"):
                 if label == base:
@@ -62,6 +65,7 @@ def event_table(
                 calm_ratio = calm.reindex(runs_b).median() / calm.reindex(runs_a).median()
                 rows.append(
                     {
+                        "comparison": comparison,
                         **pair_identity(workload, preset, label, base, a, b),
                         "events": len(pair),
                         "seeds": pair["repeat"].nunique(),

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from analysis.load import Runs
+from analysis.load import TRAIT_COLUMNS, Runs
 from analysis.tables.common import round_level
 from analysis.tables.constants import DEFAULT_TARGET_FRACTION, GROUP
 from analysis.windows import applied_windows
@@ -30,7 +30,8 @@ def _bursts_during(w: pd.DataFrame, t_first: float, t_last: float, r: pd.DataFra
 
 
 def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
-    """One row per run: the per-run quantities the tables aggregate over repeats."""
+    """One row per run: the per-run quantities the tables aggregate over repeats, with the
+    run's identity, its transport's traits and its preset's role (TRAIT_COLUMNS)."""
     rl = round_level(runs)
     windows = applied_windows(runs.bursts)
     rows = []
@@ -87,6 +88,7 @@ def run_metrics(runs: Runs, target_acc: float | None = None) -> pd.DataFrame:
                     if not s.empty and s["step_ms"].sum() > 0
                     else math.nan
                 ),
+                **{k: getattr(info, k) for k in TRAIT_COLUMNS},
             }
         )
     return pd.DataFrame(rows)

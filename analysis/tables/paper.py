@@ -1,32 +1,27 @@
-"""The paper's two statistics beside its published figures (dblp vs optireduce labels, bursty
-presets only)."""
+"""The paper's two statistics, per comparison: the system vs each baseline on bursty presets,
+with the published figures beside the paper's comparison (dblp's paper against its own
+fixed-tolerance baseline) only."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.tables.constants import (
-    EVENT_STATS,
-    NON_BURST_PRESETS,
-    PAPER_BASELINE,
-    PAPER_SYSTEM,
-    PUBLISHED,
-)
+from analysis.tables.constants import EVENT_STATS, PUBLISHED
+from analysis.tables.roles import PAPER, SYSTEM, Cast, comparison_order
 
 
-def paper_comparisons(comp: pd.DataFrame) -> pd.DataFrame:
-    """The comparison rows the paper's ratios use: the published system (`dblp`, any of its
-    variants) vs an optireduce label, under a preset that impairs the network. Other
-    transports vs optireduce stay in the comparisons table, not beside published figures."""
+def paper_comparisons(comp: pd.DataFrame, cast: Cast) -> pd.DataFrame:
+    """The comparison rows the paper's ratios use: a transport that plays "system" in the row's
+    comparison (any of its variants) vs that comparison's baseline, under a preset that
+    impairs the network. Other transports vs a baseline stay in the comparisons table."""
     return comp[
-        (comp["baseline_transport"] == PAPER_BASELINE)
-        & (comp["transport"] == PAPER_SYSTEM)
-        & ~comp["preset"].isin(NON_BURST_PRESETS)
+        cast.role(comp["transport"], comp["comparison"]).eq(SYSTEM) & cast.bursty(comp["preset"])
     ]
 
 
 #: The paper table's columns: this testbed's figures, then the published ones beside them.
 _PAPER_COLUMNS = [
+    "comparison",
     "workload",
     "preset",
     "label",
@@ -45,9 +40,10 @@ _PAPER_COLUMNS = [
 ]
 
 
-def paper_table(comp: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """The paper's two statistics per (workload, bursty preset, dblp label, optireduce label),
-    beside the published figures.
+def paper_table(comp: pd.DataFrame, events: pd.DataFrame, cast: Cast) -> pd.DataFrame:
+    """The paper's two statistics per (comparison, workload, bursty preset, system label,
+    baseline label), the published figures beside the paper comparison's rows (NaN beside the
+    design's: the paper measured its system against its own baseline, not against these).
 
     End-to-end reduction: the comparisons' mean over repeats with its 95% CI, and its max over
     the seeds (paired by seed; the paper's 24.4% mean and 33.9% max are over its own
@@ -56,11 +52,13 @@ def paper_table(comp: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     Burst statistic: the events table's per-event hit-round ratio, max / p90 / median over
     the events of `seeds` seeds, and the calm-round ratio; the max carries no CI.
     """
-    keys = ["workload", "preset", "label", "baseline"]
-    c = paper_comparisons(comp)
+    keys = ["comparison", "workload", "preset", "label", "baseline"]
+    c = paper_comparisons(comp, cast)
     cols = [*keys, "e2e_reduction", "e2e_reduction_lo", "e2e_reduction_hi", "e2e_reduction_max"]
     cols += ["n", "acc_delta", "acc_delta_lo", "acc_delta_hi", "validity"]
     t = c[cols].merge(events[[*keys, *EVENT_STATS]], on=keys, how="left")
     for name, value in PUBLISHED.items():
-        t[f"published_{name}"] = value
-    return t.sort_values(keys, ignore_index=True)[_PAPER_COLUMNS]
+        t[f"published_{name}"] = t["comparison"].map({PAPER: value}).astype(float)
+    t["_o"] = comparison_order(t["comparison"])
+    t = t.sort_values(["_o", *keys[1:]], ignore_index=True)
+    return t[_PAPER_COLUMNS]

@@ -1,4 +1,4 @@
-"""Phase ablation: dblp's ε policies on training runs beside the exact transports."""
+"""Phase ablation: a phase-aware transport's ε policies on training runs beside the others."""
 
 from __future__ import annotations
 
@@ -7,29 +7,44 @@ import pandas as pd
 
 from analysis.stats import diff_ci, mean_ci, ratio_ci
 from analysis.tables.common import est_columns, left_of, nan_est, paired_values, validity_flags
-from analysis.tables.constants import EXACT_TRANSPORTS, FAST_EPSILON, PAPER_BASELINE, PAPER_SYSTEM
+from analysis.tables.constants import FAST_EPSILON
+from analysis.tables.roles import COMPARISONS, EXACT
+
+
+def _kind(m: pd.DataFrame) -> pd.Series:
+    """The ablation's row order by traits: phase-aware, other ε users, exact, the rest."""
+    exact = m["completion"].eq(EXACT)
+    return np.select([m["phase_aware"], m["uses_epsilon"], exact], [0, 1, 2], 3)
+
+
+def _exact_reference(g: pd.DataFrame) -> str:
+    """The exact label Δ accuracy is taken against: the exact control (an exact transport that
+    takes part in no comparison) first, else any exact one; by label."""
+    exact = g[g["completion"].eq(EXACT)]
+    if exact.empty:
+        return ""
+    in_none = exact[[f"role_{c}" for c in COMPARISONS]].eq("").all(axis=1)
+    return sorted(zip(~in_none, exact["label"], strict=True))[0][1]
 
 
 def phase_ablation(
     metrics: pd.DataFrame, params: pd.DataFrame, left_out: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """dblp's ε policies on training runs (runs with evaluations), beside tcp, reliable and
-    optireduce: per (workload, preset, label) training time, time to target, final accuracy
+    """A phase-aware transport's ε policies on training runs (runs with evaluations), beside
+    every other transport (ordered by traits: phase-aware, other ε users, exact, the rest):
+    per (workload, preset, label) training time, time to target, final accuracy
     and mean delivered loss (mean ± 95% CI over seeds), share of rounds in a critical phase
-    and mean ε; Δ final accuracy vs the exact reference (`exact_baseline`: reliable, else
-    tcp) and training time over the dblp label with ε pinned at FAST_EPSILON
-    (`time_vs_fast`), both paired by seed. Empty without a dblp training run."""
-    kinds = (PAPER_SYSTEM, *EXACT_TRANSPORTS, PAPER_BASELINE)
-    m = metrics[metrics["final_acc"].notna() & metrics["transport"].isin(kinds)]
+    and mean ε; Δ final accuracy vs the exact reference (`exact_baseline`: the exact control,
+    else another exact transport) and training time over the label with ε pinned at
+    FAST_EPSILON (`time_vs_fast`), both paired by seed. Empty without a training run of a
+    phase-aware transport."""
+    m = metrics[metrics["final_acc"].notna()]
     m = m.merge(params[["run_id", "eps_policy", "pinned_eps"]], on="run_id", how="left")
     rows = []
     for (workload, preset), g in m.groupby(["workload", "preset"]):
-        if not (g["transport"] == PAPER_SYSTEM).any():
+        if not g["phase_aware"].any():
             continue
-        exact_labels = [
-            sorted(g.loc[g["transport"] == t, "label"].unique()) for t in EXACT_TRANSPORTS
-        ]
-        exact = next((labels[0] for labels in exact_labels if labels), "")
+        exact = _exact_reference(g)
         fast = sorted(g.loc[np.isclose(g["pinned_eps"], FAST_EPSILON), "label"].unique())
         refs = {
             "acc_delta": (exact, "final_acc", diff_ci),
@@ -38,7 +53,8 @@ def phase_ablation(
         for label, a in g.groupby("label"):
             row = {"workload": workload, "preset": preset, "label": label,
                    "transport": a["transport"].iloc[0], "eps_policy": a["eps_policy"].iloc[0],
-                   "pinned_eps": a["pinned_eps"].iloc[0], "runs": len(a)}  # fmt: skip
+                   "pinned_eps": a["pinned_eps"].iloc[0], "runs": len(a),
+                   "_o": int(_kind(a)[0])}  # fmt: skip
             for col in ("train_s", "tta_s", "final_acc", "loss_mean"):
                 row.update(est_columns(col, mean_ci(a[col].to_numpy())))
             row["critical_share"] = float(a["critical_share"].mean())
@@ -55,11 +71,9 @@ def phase_ablation(
                 a, left_of(left_out, workload=workload, preset=preset, label=label)
             )
             rows.append(row)
-    t = pd.DataFrame(rows, columns=_ABLATION_COLUMNS)
-    order = t["transport"].map({k: i for i, k in enumerate(kinds)})
+    t = pd.DataFrame(rows, columns=[*_ABLATION_COLUMNS, "_o"])
     return (
-        t.assign(_o=order)
-        .sort_values(["workload", "preset", "_o", "label"])
+        t.sort_values(["workload", "preset", "_o", "label"])
         .drop(columns="_o")
         .reset_index(drop=True)
     )

@@ -1,4 +1,4 @@
-"""The sham control: calm-round p50 under `sham` against `none`."""
+"""The sham control: calm-round p50 under the control preset against the calm one."""
 
 from __future__ import annotations
 
@@ -6,19 +6,20 @@ import pandas as pd
 
 from analysis.fidelity import sham_shift
 from analysis.load import Runs
-from analysis.tables.constants import NON_BURST_PRESETS
+from analysis.tables.roles import CALM, CONTROL
 
 
 def sham_table(rl: pd.DataFrame, runs: Runs) -> pd.DataFrame:
     """The sham control per (workload, label): calm-round p50 (median of the rounds outside
-    burst windows, per run, then over runs) under `sham` against `none`, over the seeds that
-    ran both (`seeds`); shift and the verdict from `fidelity.sham_shift`. Empty without a
-    sham run beside a none run of the same label, workload and seed."""
+    burst windows, per run, then over runs) under the preset whose role is "control" against
+    the one whose role is "calm" (run.json's preset_role), over the seeds that ran both
+    (`seeds`); shift and the verdict from `fidelity.sham_shift`. Empty without a control run
+    beside a calm run of the same label, workload and seed."""
     keys = ("workload", "label")
-    info = runs.runs[["run_id", *keys, "preset", "seed"]]
+    info = runs.runs[["run_id", *keys, "preset_role", "seed"]]
     calm = rl[~rl["in_burst"]].groupby("run_id")["latency_ms"].median().rename("p50_ms")
-    c = info[info["preset"].isin(NON_BURST_PRESETS)].merge(calm.reset_index(), on="run_id")
-    both = c.groupby([*keys, "seed"])["preset"].transform("nunique") == 2
+    c = info[info["preset_role"].isin((CALM, CONTROL))].merge(calm.reset_index(), on="run_id")
+    both = c.groupby([*keys, "seed"])["preset_role"].transform("nunique") == 2
     c = c[both]
     out = sham_shift(c, keys)
     seeds = c.groupby(list(keys))["seed"].nunique().rename("seeds").reset_index()

@@ -1,4 +1,4 @@
-"""optireduce's timeout as an axis: the per-event statistic against the baseline's timeout."""
+"""A bounded-time baseline's timeout as an axis: the per-event statistic against it."""
 
 from __future__ import annotations
 
@@ -7,18 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.tables.constants import (
-    ADAPTIVE_MODE,
-    EVENT_STATS,
-    GROUP,
-    NON_BURST_PRESETS,
-    PAPER_BASELINE,
-    PAPER_SYSTEM,
-)
+from analysis.tables.constants import ADAPTIVE_MODE, EVENT_STATS, GROUP
 from analysis.tables.events import event_rounds
+from analysis.tables.roles import BOUNDED_TIME, SYSTEM, Cast
 
 #: The timeout-axis table's columns.
 _TIMEOUT_COLUMNS = [
+    "comparison",
     "workload",
     "preset",
     "label",
@@ -32,19 +27,24 @@ _TIMEOUT_COLUMNS = [
 
 
 def timeout_axis(
-    rl: pd.DataFrame, bursts: pd.DataFrame, events: pd.DataFrame, params: pd.DataFrame
+    rl: pd.DataFrame,
+    bursts: pd.DataFrame,
+    events: pd.DataFrame,
+    params: pd.DataFrame,
+    cast: Cast,
 ) -> pd.DataFrame:
-    """The paper's per-event statistic against the baseline's timeout: per (workload, bursty
-    preset, dblp label) with at least two optireduce labels, a row per optireduce label.
+    """The paper's per-event statistic against the baseline's timeout: per (comparison,
+    workload, bursty preset, system label) with at least two labels of a bounded-time
+    baseline (it has a timeout), a row per such label.
 
     cap_x: its hard cap over its calibrated calm p50 (median over its runs); hit_x: its median
     hit round over that p50, what a burst cost it; timeout_x, the x it is drawn at: cap_x for
     a fixed timeout, hit_x for the adaptive mode (whose cap is a ceiling it adapts under).
-    Empty when no preset has several optireduce timeouts."""
+    Empty when no preset has several timeouts of a bounded-time baseline."""
     ev = events[
-        (events["baseline_transport"] == PAPER_BASELINE)
-        & (events["transport"] == PAPER_SYSTEM)
-        & ~events["preset"].isin(NON_BURST_PRESETS)
+        cast.completion(events["baseline_transport"]).eq(BOUNDED_TIME)
+        & cast.role(events["transport"], events["comparison"]).eq(SYSTEM)
+        & cast.bursty(events["preset"])
     ]
     if ev.empty:
         return pd.DataFrame(columns=_TIMEOUT_COLUMNS)
@@ -55,7 +55,7 @@ def timeout_axis(
     hits["hit_x"] = hits["latency_ms"] / hits["run_id"].map(p50)
     info = rl.drop_duplicates("run_id")[["run_id", *GROUP]]
     rows = []
-    for _, g in ev.groupby(["workload", "preset", "label"]):
+    for _, g in ev.groupby(["comparison", "workload", "preset", "label"]):
         if g["baseline"].nunique() < 2:
             continue
         for r in g.itertuples(index=False):
@@ -71,7 +71,8 @@ def timeout_axis(
             hit_x = float(hits.loc[hits["run_id"].isin(runs_b), "hit_x"].median())
             rows.append(
                 {
-                    **{k: getattr(r, k) for k in ("workload", "preset", "label", "baseline")},
+                    **{k: getattr(r, k) for k in ("comparison", "workload", "preset", "label")},
+                    "baseline": r.baseline,
                     "mode": mode,
                     "timeout_x": hit_x if mode == ADAPTIVE_MODE else cap_x,
                     "cap_x": cap_x,
@@ -80,7 +81,8 @@ def timeout_axis(
                 }
             )
     t = pd.DataFrame(rows, columns=_TIMEOUT_COLUMNS)
-    return t.sort_values(["workload", "preset", "label", "mode", "timeout_x"], ignore_index=True)
+    keys = ["comparison", "workload", "preset", "label", "mode", "timeout_x"]
+    return t.sort_values(keys, ignore_index=True)
 
 
 def timeout_reaching(axis: pd.DataFrame, level: float) -> pd.DataFrame:

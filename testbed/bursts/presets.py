@@ -17,6 +17,10 @@ run (``[rounds]``: how many, drawn per run from the seed), switched on when the 
 and off when every rank has finished it (the paper's one-round loss events; see
 ``bursts/rounds.py``).
 
+A preset also says what it is for, ``role``: ``"burst"`` (the default), ``"calm"`` (the
+burst-free reference, ``none``) or ``"control"`` (``sham``); run.json records it as
+``preset_role`` and analysis reads roles, never preset names.
+
 Built-ins live in ``testbed/bursts/presets/*.toml``; any TOML file with the same shape is a preset.
 """
 
@@ -37,6 +41,7 @@ __all__ = [
     "RoundPlan",
     "Preset",
     "PresetError",
+    "PresetRole",
     "Stream",
     "Target",
     "MAX_EVENTS",
@@ -182,9 +187,15 @@ class Stream(_Frozen):
         return self
 
 
+#: What a preset is for, as analysis reads it from run.json's `preset_role`: "calm" (the
+#: burst-free reference), "control" (a burst's CPU cost without its network effect), "burst".
+PresetRole = Literal["calm", "control", "burst"]
+
+
 class Preset(_Frozen):
     name: str = Field(min_length=1)
     description: str = ""
+    role: PresetRole = "burst"
     streams: tuple[Stream, ...] = ()
 
     @model_validator(mode="after")

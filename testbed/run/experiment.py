@@ -28,6 +28,7 @@ from testbed.run.summary import merge
 from testbed.spec import RunSpec
 from workloads.provenance import versions
 from workloads.spec import WORKER_WORKLOADS
+from workloads.transport.completion import transport_traits
 
 __all__ = ["Plan", "RunOutcome", "expected_duration_s", "plan", "run_experiment"]
 
@@ -77,12 +78,15 @@ def _run_signalled(
     run_id = run_id or spec.run_id or results.new_run_id(spec.spec_hash())
     run_dir = results.create_run_dir(out_root, run_id)  # SpecError: nothing built yet
     commit, dirty = _git()
+    workers = spec.workload in WORKER_WORKLOADS
     info = schema.RunInfo(
         run_id=run_id,
         status="running",
         workload=spec.workload,
-        transport=spec.transport if spec.workload in WORKER_WORKLOADS else "",
+        transport=spec.transport if workers else "",
+        transport_traits=transport_traits(spec.transport).as_dict() if workers else {},
         preset=p.preset.name,
+        preset_role=p.preset.role,
         preset_hash=p.preset.hash,
         seed=spec.seed,
         spec=spec.model_dump(mode="json"),

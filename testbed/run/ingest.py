@@ -35,6 +35,7 @@ from analysis.load import label_of
 from testbed.run import results
 from testbed.run.rank_meta import IngestError, check_plain_files, read_meta
 from testbed.run.summary import merge  # the testbed's own merge, verdict and summary
+from workloads.transport.completion import transport_traits
 
 __all__ = ["START_SPREAD_S", "IngestError", "RankDir", "find_rank_dirs", "ingest_job"]
 
@@ -225,6 +226,14 @@ def _spec_hash(spec: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def _traits(transport: str) -> dict[str, Any]:
+    """run.json's transport_traits of the job's transport (IngestError if none has that name)."""
+    try:
+        return transport_traits(transport).as_dict()
+    except ValueError as e:
+        raise IngestError(f"rank 0 meta.json: spec.transport: {e}") from None
+
+
 def run_info(ranks: list[RankDir], run_id: str, status: str, reason: str) -> schema.RunInfo:
     """run.json of the ingested job, from the ranks' meta.json (rank 0's where one is needed)."""
     lead = ranks[0].meta
@@ -250,6 +259,8 @@ def run_info(ranks: list[RankDir], run_id: str, status: str, reason: str) -> sch
         reason=reason,
         workload=spec["workload"],
         transport=spec["transport"],
+        transport_traits=_traits(spec["transport"]),
+        preset_role="calm",  # a torchrun job plays no bursts
         seed=int(spec.get("seed", 0)),
         spec=spec,
         spec_hash=_spec_hash(spec),

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis.schema import RunInfo, write_run_info, write_table
+from testbed.bursts import presets
+from workloads.transport.completion import transport_traits
 
 WARMUP_MS = 5000.0
 COMPUTE_MS = 10.0
@@ -87,8 +89,11 @@ def write_run(
     rejections: dict[str, int] | None = None,
     jitter: float = 0.0,
     oversubscribed: bool = False,
+    traits: dict | None = None,
 ) -> Path:
     """Write one run folder under root; returns its path. burst_rounds are [lo, hi) ranges.
+    run.json carries the transport's traits from the registry (`traits` overrides them) and
+    the preset's role from its TOML (a preset that is not a built-in is a burst one).
     jitter > 0 scales each round's latency by a lognormal factor (sigma = jitter), seeded by
     the run id: realistic-looking curves for figures, no longer exact answers."""
     d = Path(root) / run_id
@@ -198,7 +203,11 @@ def write_run(
             reason=reason,
             workload=workload,
             transport=transport,
+            transport_traits=traits
+            if traits is not None
+            else transport_traits(transport).as_dict(),
             preset=preset,
+            preset_role=preset_role(preset),
             seed=seed,
             spec=full_spec,
             spec_hash=f"h-{transport}-{preset}",
@@ -213,6 +222,11 @@ def write_run(
         ),
     )
     return d
+
+
+def preset_role(preset: str) -> str:
+    """A built-in preset's role; any other name is a bursty one."""
+    return presets.load(preset).role if preset in presets.builtin_names() else "burst"
 
 
 def expected_train_s(n_rounds: int, base_ms: float, burst_ms: float, n_burst: int) -> float:

@@ -12,7 +12,8 @@ def _probe_run(root, run_id="p1"):
     d = root / run_id
     d.mkdir()
     schema.write_run_info(d, schema.RunInfo(run_id=run_id, status="ok", workload="iperf3",
-                                            preset="heavy", t0_s=10.0))  # fmt: skip
+                                            preset="heavy", preset_role="burst",
+                                            t0_s=10.0))  # fmt: skip
     bins = [
         # t_start, mbps, loss: bins 1 and 2 overlap the burst [10.15, 10.35]
         (10.0, 50.0, 0.0), (10.1, 30.0, 0.4), (10.2, 20.0, 0.6), (10.35, 48.0, 0.0),

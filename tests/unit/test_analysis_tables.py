@@ -83,20 +83,21 @@ def test_in_burst_mean_ratio_and_e2e_reduction(three_way):
     assert _row(comp, label="optireduce", baseline="tcp").burst_mean_ratio == pytest.approx(3.0)
 
 
-def test_paper_ratios_only_against_optireduce(three_way):
+def test_paper_rows_per_comparison_published_beside_the_papers_only(three_way):
+    """No mlt run: every system-vs-baseline row is the design comparison's (dblp vs optireduce
+    and tcp, by their traits), and no published figure stands beside it."""
     t = tables.build_tables(three_way)
     paper = t["paper"]
-    assert set(paper.baseline) == {"optireduce"}
-    assert "tcp" in set(t["comparisons"].baseline)  # tcp is a baseline elsewhere, not here
-    assert set(paper.label) == {"dblp"}  # only the published system beside published figures
+    assert set(paper.comparison) == {"design"} and set(t["comparisons"].comparison) == {"design"}
+    assert set(paper.baseline) == {"optireduce", "tcp"}
+    assert set(paper.label) == {"dblp"}  # only the system, not every transport vs a baseline
     assert "tcp" in set(t["comparisons"].query("baseline == 'optireduce'").label)
-    d = _row(paper, label="dblp")
+    d = _row(paper, label="dblp", baseline="optireduce")
     # the per-event statistic: every one of the 3 seeds' 10 hit rounds, 300 ms over 60 ms
     assert d.event_ratio_max == pytest.approx(5.0) and d.event_ratio_median == pytest.approx(5.0)
     assert (d.events, d.seeds) == (3, 3)  # one event per seed (10 rounds long)
     assert d.calm_ratio == pytest.approx(1.0)
-    assert d.published_event_ratio_max == 5.88
-    assert d.published_e2e_reduction_mean == 0.244 and d.published_e2e_reduction_max == 0.339
+    assert paper[[c for c in paper if c.startswith("published_")]].isna().all().all()
     c = _row(t["comparisons"], label="dblp", baseline="optireduce")
     assert (d.e2e_reduction, d.e2e_reduction_lo, d.e2e_reduction_hi, d.n) == (
         c.e2e_reduction, c.e2e_reduction_lo, c.e2e_reduction_hi, c.n
@@ -104,6 +105,24 @@ def test_paper_ratios_only_against_optireduce(three_way):
     assert (d.e2e_reduction_max, d.acc_delta, d.acc_delta_lo, d.acc_delta_hi) == (
         c.e2e_reduction_max, c.acc_delta, c.acc_delta_lo, c.acc_delta_hi
     )  # fmt: skip
+
+
+def test_the_papers_comparison_pairs_dblp_with_mlt_beside_the_published_figures(tmp_path):
+    dirs = []
+    for rep in range(2):
+        dirs.append(write_run(tmp_path, f"mlt-{rep}", transport="mlt", seed=rep, burst_ms=240.0,
+                              spec={"epsilon": 0.05}))  # fmt: skip
+        dirs.append(write_run(tmp_path, f"dblp-{rep}", transport="dblp", seed=rep, burst_ms=60.0))
+        dirs.append(write_run(tmp_path, f"opt-{rep}", transport="optireduce", seed=rep))
+    t = tables.build_tables(load_runs(dirs))
+    paper = t["paper"]
+    assert list(paper.comparison) == ["paper", "design"]  # the paper's first
+    d = _row(paper, comparison="paper")
+    assert (d.label, d.baseline) == ("dblp", "mlt P=0.05")  # mlt's label: its fixed tolerance
+    assert d.event_ratio_max == pytest.approx(4.0)
+    assert d.published_event_ratio_max == 5.88
+    assert d.published_e2e_reduction_mean == 0.244 and d.published_e2e_reduction_max == 0.339
+    assert _row(paper, comparison="design").published_event_ratio_max != 5.88  # NaN
 
 
 def test_paper_rows_per_bursty_preset_from_the_per_event_statistic(tmp_path):
@@ -153,13 +172,14 @@ def test_paper_rows_are_not_optireduce_variants_vs_each_other(tmp_path):
     assert "optireduce-fixed" in set(t["comparisons"].label)  # still compared elsewhere
 
 
-def test_no_optireduce_means_no_paper_ratios(tmp_path):
+def test_no_baseline_of_a_comparison_means_no_paper_ratios(tmp_path):
+    """reliable is in no comparison (the exact control), so it is no one's baseline."""
     dirs = [
-        write_run(tmp_path, "tcp-0", transport="tcp"),
+        write_run(tmp_path, "reliable-0", transport="reliable"),
         write_run(tmp_path, "dblp-0", transport="dblp"),
     ]
     t = tables.build_tables(load_runs(dirs))
-    assert t["paper"].empty and not t["comparisons"].empty
+    assert t["paper"].empty and t["comparisons"].empty
 
 
 def test_unfaithful_run_is_marked_in_every_table_using_it(three_way):
@@ -168,7 +188,7 @@ def test_unfaithful_run_is_marked_in_every_table_using_it(three_way):
         assert _row(t[name], label="dblp")["validity"] == "unfaithful 1/3", name
         assert _row(t[name], label="tcp")["validity"] == "", name
     assert "unfaithful" in _row(t["comparisons"], label="dblp", baseline="optireduce")["validity"]
-    assert "unfaithful" in _row(t["paper"], label="dblp")["validity"]
+    assert "unfaithful" in _row(t["paper"], label="dblp", baseline="tcp")["validity"]
     assert bool(_row(t["validity"], run_id="dblp-1").unfaithful)
 
 

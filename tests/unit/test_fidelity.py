@@ -126,7 +126,7 @@ def test_sham_shift_flags_a_control_that_moves_latency():
         {
             "workload": ["allreduce"] * 4,
             "transport": ["dblp", "dblp", "tcp", "tcp"],
-            "preset": ["none", "sham", "none", "sham"],
+            "preset_role": ["calm", "control", "calm", "control"],
             "p50_ms": [100.0, 104.0, 100.0, 125.0],
         }
     )
@@ -150,7 +150,7 @@ def test_sham_shift_per_label_says_both_medians():
         {
             "workload": ["allreduce"] * 5,
             "label": ["dblp", "dblp", "dblp", "optireduce-t2x", "optireduce-t2x"],
-            "preset": ["none", "none", "sham", "none", "heavy"],
+            "preset_role": ["calm", "calm", "control", "calm", "burst"],
             "p50_ms": [100.0, 110.0, 99.75, 100.0, 300.0],
         }
     )

@@ -176,16 +176,25 @@ def test_timeout_figure_marks_the_adaptive_point_and_the_published_line(tmp_path
     assert [list(line.get_xdata()) for line in diamonds] == [[pytest.approx(2.0)]] * 3
     ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     assert ticks == ["1.5×", "2×", "3×", "4×", "6×", "8×"]
-    assert "calm-round p50" in ax.get_xlabel() and "optireduce / dblp" in ax.get_ylabel()
+    assert "calm-round p50" in ax.get_xlabel() and "baseline / system" in ax.get_ylabel()
 
 
-def test_labels_without_a_fixed_colour_get_distinct_free_ones():
+def test_label_colours_come_from_traits_not_names():
+    """A colour family per completion kind, taken in label order: the reproduction's many
+    labels stay apart, none takes the burst shading's, and a renamed transport keeps its
+    family."""
     from matplotlib.colors import to_hex
 
-    from analysis.figures import BURST_COLOR, LABEL_COLORS, label_colors
+    from analysis.figures import BURST_COLOR, KIND_COLORS, label_colors
 
-    extra = ["dblp-eps0.05", "dblp-eps0.2"] + [f"optireduce-t{x}x" for x in (1.5, 2, 3, 4, 6, 8)]
-    colors = label_colors([*LABEL_COLORS, *extra])
-    hexes = [to_hex(colors[k]) for k in colors]
+    kinds = {"tcp": "exact", "tcp-rto5ms": "exact", "reliable": "exact"}
+    kinds |= {lab: "bounded-loss" for lab in ("dblp", "dblp-eps0.05", "dblp-eps0.2", "mlt")}
+    kinds |= {f"optireduce-t{x}x": "bounded-time" for x in (1.5, 2, 3, 4, 6, 8)}
+    kinds |= {"optireduce": "bounded-time", "new-policy": "nonsense"}
+    colors = label_colors(kinds)
+    hexes = [to_hex(c) for c in colors.values()]
     assert len(set(hexes)) == len(hexes)  # no two labels share a colour
     assert to_hex(BURST_COLOR) not in hexes  # nor one with the burst shading
+    assert colors["dblp"] == KIND_COLORS["bounded-loss"][0]  # first of its kind, by label
+    assert colors["new-policy"] == KIND_COLORS[""][0]  # an unknown kind: the rest's colours
+    assert label_colors({"renamed": "exact"}) == {"renamed": KIND_COLORS["exact"][0]}

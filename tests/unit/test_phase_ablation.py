@@ -45,7 +45,8 @@ def test_each_label_says_its_epsilon_policy(ablation):
     assert ablation.loc["dblp", "eps_policy"] == "phase-aware"
     assert ablation.loc["dblp-eps0.2", "eps_policy"] == "ε pinned at 0.2"
     assert ablation.loc["dblp-eps0.05", "pinned_eps"] == 0.05
-    assert ablation.loc["tcp", "eps_policy"] == ""
+    assert ablation.loc["tcp", "eps_policy"] == "exact (no ε)"
+    assert ablation.loc["optireduce", "eps_policy"] == "timeout (no ε)"
     # synthetic rounds 1-4 of 59 are labelled critical; every round carries ε 0.05
     assert ablation.loc["dblp", "critical_share"] == pytest.approx(4 / 59)
     assert ablation.loc["dblp", "eps_mean"] == pytest.approx(0.05)
@@ -82,7 +83,7 @@ def test_the_sentence_says_what_the_numbers_say(ablation):
 
 def test_report_section_only_with_training_runs(dirs, tmp_path):
     text = write_report(dirs, tmp_path / "with").path.read_text()
-    section = text.split("## Phase ablation: dblp's ε policy, training time and accuracy")[1]
+    section = text.split("## Phase ablation: the ε policy, training time and accuracy")[1]
     section = section.split("\n## ")[0]
     assert "| heavy | dblp-eps0.2 | ε pinned at 0.2 | 3 |" in section
     assert "exact (no ε)" in section and "timeout (no ε)" in section

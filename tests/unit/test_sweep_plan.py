@@ -127,7 +127,7 @@ def test_sweep_command_runs_then_resumes_skipping_finished(tmp_path, monkeypatch
     report = (tmp_path / "sw" / "report" / "report.md").read_text()
     assert "FAILED" in report  # the failed runs are flagged, not aggregated
     # no dblp run, so no paper ratios: the headline falls back to the latency table
-    assert "Headline: Round latency" in report and "Headline: Paper's statistics" not in report
+    assert "Headline: Round latency" in report and "Headline: The design comparison" not in report
 
     fake2 = _Orchestrator({})
     monkeypatch.setattr(experiment, "run_experiment", fake2)

@@ -130,7 +130,7 @@ def test_one_optireduce_label_is_no_axis(tmp_path):
 def test_report_section_and_figure(sweep, tmp_path):
     rep = write_report(sweep, tmp_path / "rep")
     text = rep.path.read_text()
-    section = text.split("## optireduce's timeout as an axis")[1].split("\n## ")[0]
+    section = text.split("## A bounded-time baseline's timeout as an axis")[1].split("\n## ")[0]
     assert (
         "adaptive (≈2× effective)" in section
         and "| microburst | dblp | optireduce-t8x |" in section
