@@ -44,7 +44,8 @@ class Repairs:
         packets already waiting in a repair job or not yet sent once are skipped; at most
         REPAIR_FACTOR x the shard per (round, stage) and peer; and the repairs to a peer in a
         round never exceed AMPLIFICATION x the bytes received from it in that round (QUIC's
-        anti-amplification rule), so a NACK storm buys its sender little traffic."""
+        anti-amplification rule), so a NACK storm buys its sender little traffic. A NACK over
+        TCP (`--control tcp`) comes from the peer itself and answers our probe: no 3x rule."""
         q, lay = h.src, rs.layout
         if (q, h.stage) in rs.stopped:
             return  # the receiver ended that stage; an older NACK of it asks for nothing now
@@ -75,7 +76,13 @@ class Repairs:
             return
         budget = npkts if tcp else REPAIR_FACTOR * npkts - rs.repairs_sent.get(key, 0)
         pkt_bytes = self.body + 4 * lay.per_pkt
-        earned = (AMPLIFICATION * int(rs.rx_bytes[q]) - int(rs.repair_bytes[q])) // pkt_bytes
+        if tcp:
+            # over the pair's TCP link, which a spoofed source cannot enter: the peer itself
+            # asks, so it is not amplification (at loss L >= 2/3 the 3x rule would starve a
+            # stage whose peer receives a third of what it is sent, and the round never ends)
+            earned = budget
+        else:
+            earned = (AMPLIFICATION * int(rs.rx_bytes[q]) - int(rs.repair_bytes[q])) // pkt_bytes
         if len(want) > min(budget, earned):
             self.reasons["repair_budget" if budget <= earned else "amplification"] += 1
             want = want[: max(0, min(budget, earned))]
