@@ -75,6 +75,7 @@ LATE_FIELDS = frozenset(
         "control",
         "p_low",
         "p_gap",
+        "collective",
     }
 )
 #: The fields that describe the network (`testbed topo` takes these).
@@ -162,6 +163,8 @@ class RunSpec(WorkerSpec):
     def _consistent(self) -> RunSpec:
         if self.topo == "fattree" and self.k % 2:
             raise ValueError("k: must be even for a fat-tree")
+        if self.collective == "ps" and self.workers < 2:
+            raise ValueError("collective: ps needs at least 2 workers (and a host for the server)")
         if self.topo_file is not None and not self.topo_file.is_file():
             raise ValueError(f"topo_file: {self.topo_file} is not a file")
         if self.topo_file is None and (size := self.planned_nodes()) > MAX_NODES:

@@ -74,6 +74,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         transport_config(spec),
         addr=ident.addr,
         calibrate_elems=cap_elems,
+        collective=spec.collective,
     )
     phase = PhaseController(rules_for(pcfg, milestones, spe), ident.rank)
     opt = torch.optim.SGD(ddp.parameters(), lr=spec.lr, momentum=MOMENTUM)
