@@ -16,7 +16,7 @@ from testbed.bursts.schedule.arrivals import gilbert_elliott_steps
 from testbed.bursts.schedule.composition import timeline
 from testbed.bursts.schedule.events import Change, Event, ScheduleError
 from testbed.bursts.schedule.generation import generate
-from testbed.bursts.schedule.placement import DEFAULT_WORKERS, place_workers
+from testbed.bursts.schedule.placement import DEFAULT_WORKERS, place_server, place_workers
 from testbed.bursts.schedule.senders import incast_senders
 from testbed.bursts.schedule.targets import resolve_targets
 
@@ -28,6 +28,7 @@ __all__ = [
     "gilbert_elliott_steps",
     "generate",
     "incast_senders",
+    "place_server",
     "place_workers",
     "resolve_targets",
     "timeline",
