@@ -186,3 +186,26 @@ def test_the_group_watches_and_stops_the_server_by_pid(tmp_path):
     assert group.failed() == (1, server.returncode)  # rank N: the server
     assert (tmp_path / "server" / "server.log").read_text() == "s\n"
     assert "s" in group.tail(1)
+
+
+def test_fidelity_judges_a_ps_worker_against_the_servers_link():
+    import pandas as pd
+
+    from analysis import fidelity, schema
+
+    payload = float(1 << 20)
+    wire_bytes = payload + np.ceil(payload / 1432) * fidelity.DGRAM_OVERHEAD
+    lat = 6 * 1.1 * wire_bytes * 8 / (95.0 * 1e3)  # 1.1 x 2 N S / B with N = 3 workers
+    rounds = pd.DataFrame({
+        "run_id": "r", "round": np.arange(30), "stage": "total", "is_warmup": False,
+        "t_start_s": np.arange(30.0), "t_end_s": np.arange(30.0) + lat / 1e3,
+        "latency_ms": lat, "bytes": int(payload), "cpu_wait_ms": 0.0, "loop_late_ms": 0.5,
+    })  # fmt: skip
+
+    def info(collective: str) -> schema.RunInfo:
+        spec = {"bw": 100.0, "mtu": 1500, "workers": 3, "collective": collective}
+        params = {"config": {"rate_mbps": 95.0}, "gap_ms": 2.0}
+        return schema.RunInfo(run_id="r", status="ok", spec=spec, transport_params=params)
+
+    assert fidelity.judge(rounds, schema.empty("bursts"), info("ps")).faithful
+    assert not fidelity.judge(rounds, schema.empty("bursts"), info("tar")).faithful
