@@ -7,8 +7,9 @@ rendezvous store (workloads/transport/ps.py), serves every round worker 0 announ
 0 when the workers say they are done. It is not in DDP's group and holds no model.
 
 It writes DIR/server/rounds.jsonl (the `rounds` rows of its side of each round: rank N, the
-reduce stage's delivered loss; `iter` is the round's index, `bucket` 0 and `train_phase`
-"server", since the steps and buckets are the workers') and DIR/server/meta.json. A run
+reduce stage's delivered loss; `iter` is the round's index and `bucket` 0, since the steps
+and buckets are the workers'; `train_phase` is read off ε, critical at 0 and stable above,
+since the phase controller is the workers') and DIR/server/meta.json. A run
 folder's merge reads `rank*/` only, so these stay beside the workers' tables, not in them.
 """
 
@@ -71,8 +72,9 @@ def serve(args: Any) -> int:
     try:
         while (a := ps.next_round()) is not None:
             _, stats = ps.serve(a)
+            phase = "stable" if a.epsilon > 0 and not a.reliable else "critical"
             common = {"rank": ps.rank, "iter": n, "bucket": 0, "transport": spec.transport,
-                      "train_phase": "server", "is_warmup": a.reliable}  # fmt: skip
+                      "train_phase": phase, "is_warmup": a.reliable}  # fmt: skip
             for row in stats_rows(common, stats):
                 table.write(row)
             table.flush()
