@@ -209,3 +209,25 @@ def test_fidelity_judges_a_ps_worker_against_the_servers_link():
 
     assert fidelity.judge(rounds, schema.empty("bursts"), info("ps")).faithful
     assert not fidelity.judge(rounds, schema.empty("bursts"), info("tar")).faithful
+
+
+@pytest.mark.parametrize(
+    "args, field, why",
+    [(["--collective", "ps", "--transport", "tcp"], "collective", "UDP transports"),
+     (["--collective", "ps", "--workers", "1"], "collective", "at least 2 workers"),
+     (["--collective", "ps", "--topo", "star", "--n", "3", "--workers", "3"], "workers",
+      "need 4 hosts")],
+)  # fmt: skip
+def test_testbed_run_refuses_bad_ps_with_exit_2(args, field, why, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from testbed.cli import app
+    from testbed.run import experiment
+
+    def refuse(*_a, **_k):
+        raise AssertionError("run_experiment reached: bad input got past planning")
+
+    monkeypatch.setattr(experiment, "run_experiment", refuse)
+    res = CliRunner().invoke(app, ["run", *args, "--dilation", "1", "--out", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert f"invalid spec: {field}:" in res.output and why in res.output, res.output
