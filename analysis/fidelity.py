@@ -116,6 +116,10 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
         calm = calm[calm["bytes"] > 0]
         mtu = int(info.spec.get("mtu") or 1500)
         bound_ms = _wire_bytes(calm["bytes"].astype(float), mtu) * 8 / (pace * 1e3)
+        if info.spec.get("collective") == "ps":
+            # a worker sends its bucket S at pace / N (the server's link takes N at once), and
+            # the round is the server's link twice over N buckets: 2 N S / B, not S / pace
+            bound_ms = bound_ms * 2 * int(info.spec.get("workers") or 1)
         ratio = float((calm["latency_ms"] / bound_ms).median())
         enough = bursts.empty or calm["round"].nunique() >= MIN_CALM_ROUNDS
         if ratio > CALM_BOUND_MAX and enough:

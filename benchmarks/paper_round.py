@@ -1,7 +1,12 @@
 """The paper's own comparison on loopback: dblp at P_high against mlt at P_low, per loss rate.
 
     python -m benchmarks.paper_round [--world 4] [--size 1] [--rounds 5] [--rate 100]
-        [--losses 0,0.6,0.7,0.8,0.9] [--p-low 0.008] [--p-high 0.408] [--json]
+        [--losses 0,0.6,0.7,0.8,0.9] [--p-low 0.008] [--p-high 0.408] [--collective tar|ps]
+        [--json]
+
+`--collective ps` runs the paper's own topology: --world workers (the paper: 3) and one
+parameter server, a process of its own; each round's rows then count the server too (its
+latency, the bytes it sends back, the loss of its reduce stage).
 
 Every datagram of every measured round is dropped at rate L at the receiving socket (the
 transport's seeded `drop`, as a round-aligned loss event would; calibration rounds are clean),
@@ -84,7 +89,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--world", type=int, default=4, help="ranks (processes)")
+    ap.add_argument("--world", type=int, default=4, help="ranks (with ps: workers)")
     ap.add_argument("--size", type=float, default=1.0, help="bucket, MiB of float32")
     ap.add_argument("--rounds", type=int, default=5, help="measured rounds per row")
     ap.add_argument("--rate", type=float, default=100.0, help="per-rank pacing, Mbit/s")
@@ -93,11 +98,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--p-high", type=float, default=0.408, help="dblp's tolerance")
     ap.add_argument("--reliable-max-loss", type=float, default=0.7)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--collective",
+        choices=("tar", "ps"),
+        default="tar",
+        help="tar (transpose all-reduce) or ps (workers + one parameter server)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per row")
     args = ap.parse_args(argv)
     args.loss_list = [float(x) for x in args.losses.split(",")]
     if args.world < 2:
-        ap.error("--world must be >= 2")
+        ap.error("--world must be >= 2 (with ps: workers, besides the server)")
     if not all(0 <= x < 1 for x in args.loss_list):
         ap.error("--losses: each must be in [0, 1)")
     if not 0 < args.p_low < 1 or not 0 < args.p_high < 1:
@@ -109,12 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     n = int(args.size * MIB) // 4
     out = []
-    with LoopbackJob(args.world, seed=args.seed) as job:
+    ps = args.collective == "ps"
+    with LoopbackJob(args.world, seed=args.seed, server=ps) as job:
         for loss in args.loss_list:
             rows = []
             for label, policy, extra, eps in rows_for(args, loss):
                 cfg = {"rate_mbps": args.rate, "drop": loss, "seed": args.seed, **extra}
-                case = Case(policy, n, args.rounds, cfg, eps, calibrate_rounds=5, seed=args.seed)
+                case = Case(policy, n, args.rounds, cfg, eps, calibrate_rounds=5, seed=args.seed,
+                            collective=args.collective)  # fmt: skip
                 rows.append(summarize(label, eps, loss, job.run(case)))
             mlt = next(r["_p50"] for r in rows if r["transport"] == "mlt")
             for r in rows:

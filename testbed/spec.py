@@ -82,6 +82,7 @@ LATE_FIELDS = frozenset(
         "p_low",
         "p_gap",
         "integrity",
+        "collective",
     }
 )
 #: The fields that describe the network (`testbed topo` takes these).
@@ -177,6 +178,8 @@ class RunSpec(WorkerSpec):
         if self.run_id in RESERVED_RUN_IDS:
             raise ValueError(f"run_id: `{self.run_id}` is reserved (results/last: the newest run)")
         self._ports_fit()
+        if self.collective == "ps" and self.workers < 2:
+            raise ValueError("collective: ps needs at least 2 workers (and a host for the server)")
         if self.topo_file is not None and not self.topo_file.is_file():
             raise ValueError(f"topo_file: {self.topo_file} is not a file")
         if self.topo_file is None and (size := self.planned_nodes()) > MAX_NODES:

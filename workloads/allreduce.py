@@ -23,7 +23,13 @@ def run_allreduce(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
     spec = args.spec
     n = int(spec.size_mib * 2**20 / 4)
     eps = phase_config(spec).off_epsilon
-    state = make_state(spec.transport, transport_config(spec), addr=ident.addr, calibrate_elems=n)
+    state = make_state(
+        spec.transport,
+        transport_config(spec),
+        addr=ident.addr,
+        calibrate_elems=n,
+        collective=spec.collective,
+    )
     hook = hook_for(spec.transport)
     signal = observe_rounds(state, ident.rank)
     src = torch.from_numpy(

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from workloads.recipe import RECIPES
 from workloads.transport import config as tconfig
 from workloads.transport import dilation as tdilation
-from workloads.transport.completion import transport_names, transport_traits
+from workloads.transport.completion import TCP, transport_names, transport_traits
 
 Workload = Literal["train", "allreduce", "iperf3", "ping"]
 #: The workloads a worker process runs; the probes (iperf3, ping) the testbed runs itself.
@@ -38,6 +38,7 @@ WORKER_WORKLOADS = ("train", "allreduce")
 Transport = Literal[transport_names()]  # type: ignore[valid-type]
 Model = Literal["cnn", "mnist1d", "resnet"]
 Phase = Literal["on", "off", "paper"]
+Collective = Literal["tar", "ps"]
 
 #: Gloo rendezvous port of rank 0 (torchrun's default too).
 MASTER_PORT = 29500
@@ -128,6 +129,11 @@ class _WorkerKnobs(BaseModel):
     )  # fmt: skip
 
     transport: Transport = knob("dblp", TRANSPORT, "Gradient transport.")
+    collective: Collective = knob(
+        "tar", TRANSPORT, "UDP transports' collective: tar (transpose all-reduce, every rank "
+        "owns a shard) or ps (the paper's: every worker sends to one parameter server, its own "
+        "host and process, which reduces and sends the mean back).",
+    )  # fmt: skip
     bucket_cap_mb: float = knob(25.0, TRANSPORT, "DDP bucket cap, all transports.", gt=0, le=1024)
     pace_mbps: float | None = knob(
         None, TRANSPORT, "UDP pacing per rank, Mbit/s (testbed: 0.95 x bw; by hand: the "
@@ -196,6 +202,14 @@ class _WorkerKnobs(BaseModel):
             raise ValueError(
                 "epsilon: pins ε only with phase off (or in the allreduce workload); "
                 "with phase on, set eps_critical / eps_stable; with phase paper, p_low / p_gap"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _ps_needs_udp(self) -> Any:
+        if self.collective == "ps" and self.transport == TCP:
+            raise ValueError(
+                "collective: ps runs over the UDP transports; tcp is DDP's own ring over Gloo"
             )
         return self
 

@@ -67,6 +67,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
         transport_config(spec),
         addr=ident.addr,
         calibrate_elems=cap_elems,
+        collective=spec.collective,
     )
     signal = observe_rounds(state, ident.rank)
     # a cosine schedule has no decay steps: the controller's critical phases are then its

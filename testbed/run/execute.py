@@ -14,7 +14,13 @@ from pathlib import Path
 from analysis import schema
 from testbed.run import results, validity
 from testbed.run.autodilation import CalibrationRun, auto_dilation
-from testbed.run.launch import Placement, WorkerGroup, worker_argv, write_worker_spec
+from testbed.run.launch import (
+    Placement,
+    WorkerGroup,
+    server_argv,
+    worker_argv,
+    write_worker_spec,
+)
 from testbed.run.lifecycle import RunFailed
 from testbed.run.plan import Plan, plan
 from workloads.spec import WORKER_WORKLOADS
@@ -53,10 +59,11 @@ def execute(
         p.topo, seed=spec.seed, tcp_rto_min_ms=dil.played(spec.tcp_rto_min_ms), mtu=spec.mtu
     ) as net:
         info.sysctls = dict(getattr(net, "sysctls", {}) or {})
-        _check_connectivity(net, p.worker_hosts or tuple(h.name for h in p.topo.hosts[:2]))
+        members = p.worker_hosts + ((p.server_host,) if p.server_host else ())
+        _check_connectivity(net, members or tuple(h.name for h in p.topo.hosts[:2]))
         info.capabilities["network_notes"] = list(getattr(net, "notes", []))
         if spec.workload in WORKER_WORKLOADS and spec.transport != "tcp":
-            info.flow_paths = _flow_paths(net, p.worker_hosts, spec.base_port)
+            info.flow_paths = _flow_paths(net, members, spec.base_port)  # the server: rank N
         if len(p.worker_hosts) >= 2:
             _check_idle_link(net, p.worker_hosts, spec.bw, info, d)
         sched = BurstScheduler(net, list(p.events), backend, info.run_id, time_scale=d)
@@ -134,7 +141,13 @@ def _tcp_counters(net, host: str) -> dict[str, int]:
 
 def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit) -> None:
     spec = p.spec
-    placement = Placement(p.worker_hosts, tuple(net.topo.host_ip(h) for h in p.worker_hosts))
+    server = p.server_host
+    placement = Placement(
+        p.worker_hosts,
+        tuple(net.topo.host_ip(h) for h in p.worker_hosts),
+        server,
+        net.topo.host_ip(server) if server else None,
+    )
     env = dict(os.environ, OMP_NUM_THREADS=str(spec.threads), PYTHONUNBUFFERED="1")
     if sched.round_socket is not None:
         from testbed.bursts.rounds import SOCKET_ENV
@@ -155,10 +168,17 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
         )
         net.register_process(proc, f"worker rank {rank}")
         procs.append(proc)
-    group = WorkerGroup(procs, run_dir)
+    ps = None
+    if server is not None:  # after the workers: it joins through rank 0's rendezvous store
+        argv = server_argv(spec_file, placement, run_dir, info.run_id)
+        ps = net.node(server).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, cwd=str(REPO), env=env)  # fmt: skip
+        net.register_process(ps, "parameter server")
+    group = WorkerGroup(procs, run_dir, ps)
     group.start_readers()
     names = ", ".join(placement.hosts)
-    emit({"event": "phase", "what": f"{len(procs)} workers started on {names}"})
+    also = f", the parameter server on {server}" if server else ""
+    emit({"event": "phase", "what": f"{len(procs)} workers started on {names}{also}"})
     last_progress = time.monotonic()
     try:
         while True:
@@ -176,7 +196,8 @@ def _run_workers(p: Plan, net, sched, info: schema.RunInfo, run_dir: Path, emit)
             failed = group.failed()
             if failed:
                 rank, code = failed
-                raise RunFailed(f"worker rank {rank} exited with code {code}:\n{group.tail(rank)}")
+                who = "the parameter server" if rank == len(procs) else f"worker rank {rank}"
+                raise RunFailed(f"{who} exited with code {code}:\n{group.tail(rank)}")
             if group.all_done():
                 break
             if time.monotonic() - last_progress > timeout_s:

@@ -20,6 +20,7 @@ class Plan:
     events: tuple = ()  # the burst schedule, seconds after t0 (emulated)
     dilation: float | None = 1.0  # None: `auto`, calibrated when the run starts
     dilation_reason: str = "given"
+    server_host: str | None = None  # the parameter server's (--collective ps), apart
 
 
 #: The burst schedule covers this many times the run's expected length.
@@ -45,12 +46,20 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
     except (ValueError, KeyError, OSError) as e:
         raise SpecError("burst", str(e)) from e
     n_hosts = len(topo.hosts)
+    server = None
     if spec.workload in WORKER_WORKLOADS:
         if spec.workers > n_hosts:
             raise SpecError(
                 "workers", f"{spec.workers} workers but the topology has {n_hosts} hosts"
             )
         hosts = tuple(schedule.place_workers(topo, spec.workers))
+        if spec.collective == "ps":
+            if spec.workers + 1 > n_hosts:
+                raise SpecError(
+                    "workers", f"{spec.workers} workers and a parameter server need "
+                    f"{spec.workers + 1} hosts; the topology has {n_hosts}",
+                )  # fmt: skip
+            server = schedule.place_server(topo, spec.workers)
     else:
         hosts = ()
     for field_name, name in (("probe_src", spec.probe_src), ("probe_dst", spec.probe_dst)):
@@ -66,7 +75,7 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
         )
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
-    return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason)
+    return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason, server)
 
 
 def expected_duration_s(spec: RunSpec) -> float:
@@ -74,6 +83,8 @@ def expected_duration_s(spec: RunSpec) -> float:
     if spec.workload in ("iperf3", "ping"):
         return spec.duration_s
     bound_s = 2 * spec.size_mib * 8 * 1.048576 / spec.bw  # ~2 x S/B per round
+    if spec.collective == "ps":
+        bound_s *= spec.workers  # the server's link carries N buckets in and N out
     if spec.workload == "allreduce":
         return spec.rounds * (bound_s + spec.interval_ms / 1000)
     steps = spec.steps or spec.epochs * 60

@@ -190,8 +190,8 @@ class CompletionPolicy(ABC):
 
 
 def _rescale(partial: np.ndarray, counts: np.ndarray | None, world: int) -> None:
-    if counts is not None:
-        partial *= np.float32(world) / counts.astype(np.float32)
+    if counts is not None:  # no contribution (only at a parameter server): the sum stays 0
+        partial *= np.float32(world) / np.maximum(counts, 1).astype(np.float32)
 
 
 #: name -> policy class; `@register` adds one. Insertion order is the listing order.

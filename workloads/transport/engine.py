@@ -73,6 +73,8 @@ class Request:
     eps_id: int
     timing: Timing
     inject: bool
+    #: None: the transpose all-reduce; a rank: it owns the whole bucket (parameter server)
+    owner: int | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: tuple[np.ndarray, RoundStats] | None = None
     error: BaseException | None = None
@@ -239,7 +241,7 @@ class Engine(Receiver, Sender, Repairs, threading.Thread):
         except queue.Empty:
             return False
         now = time.monotonic()
-        lay = Layout(len(req.data), self.world, self.per_pkt)
+        lay = Layout(len(req.data), self.world, self.per_pkt, req.owner)
         rs = RoundState(
             round=self.next_round,
             me=self.me,

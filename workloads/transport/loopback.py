@@ -6,6 +6,10 @@ TransposeAllReduce per rank (addresses exchanged through the Gloo group, as unde
 runs seeded rounds, and reports per-rank results; nothing here is mocked: real sockets, real
 kernel, real Gloo for the TCP baseline and the reference sums.
 
+With `server=True` the job also holds a parameter-server process (Case.collective "ps",
+transport/ps.py): it joins each ps case's transport group through the job's store, as the
+real server does, and reports its side of the measured rounds as rank N.
+
 Round t at rank r reduces base[(r + t) % N], so every rank knows the exact sum (sum of the
 bases, in float64) without extra traffic, and a datagram that lands in the wrong round shows
 up as an error.
@@ -42,6 +46,8 @@ class Case:
     calibrate_rounds: int = 0  # 0: no calibration (t_max from config or the model)
     compare_gloo: bool = False  # also all_reduce each round's input over Gloo and compare
     seed: int = 0
+    collective: str = "tar"  # or "ps": through the job's parameter-server process
+    index: int = 0  # the job's case number (set by LoopbackJob.run): names the ps group
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ def _run_case(rank: int, world: int, case: Case) -> RankResult:
     import torch
     import torch.distributed as dist
 
+    from workloads.transport.ps import ParameterServer
     from workloads.transport.tar import TransposeAllReduce
 
     bases, exact = _bases(case.n_elems, world, case.seed)
@@ -126,7 +133,12 @@ def _run_case(rank: int, world: int, case: Case) -> RankResult:
             err_exact.append(float(np.abs(x.numpy() - exact).max()) if case.n_elems else 0.0)
         return RankResult(rank, stats, err_exact, err_gloo, cpu, None, None, 0)
     cfg = TransportConfig(**case.config)
-    tar = TransposeAllReduce.from_process_group("127.0.0.1", case.transport, cfg)
+    if case.collective == "ps":
+        tar = ParameterServer.from_process_group(
+            "127.0.0.1", case.transport, cfg, name=str(case.index)
+        )
+    else:
+        tar = TransposeAllReduce.from_process_group("127.0.0.1", case.transport, cfg)
     try:
         rcvbuf = tar.rcvbuf_bytes
         if case.calibrate_rounds:
@@ -177,23 +189,72 @@ def _worker(rank: int, world: int, port: int, conn) -> None:
         dist.destroy_process_group()
 
 
-class LoopbackJob:
-    """`world` rank processes with one Gloo group, reused across cases."""
+def _serve_case(workers: int, port: int, case: Case) -> RankResult:
+    """The server's side of one ps case: every announced round, then its measured ones."""
+    from workloads.transport.ps import ParameterServer
 
-    def __init__(self, world: int, seed: int = 0) -> None:
+    cfg = TransportConfig(**case.config)
+    ps = ParameterServer.join_as_server(
+        "127.0.0.1", case.transport, cfg, "127.0.0.1", port, workers, name=str(case.index)
+    )
+    stats, cpu = [], 0.0
+    try:
+        rcvbuf = ps.rcvbuf_bytes
+        while (a := ps.next_round()) is not None:
+            c0 = time.process_time()
+            _, st = ps.serve(a)
+            cpu += time.process_time() - c0
+            stats.append(asdict(st))
+    finally:
+        ps.close()
+    measured = stats[len(stats) - case.rounds :]  # calibration rounds came first
+    return RankResult(workers, measured, [], [], cpu, ps.p50_ms, ps.t_max_ms, rcvbuf)
+
+
+def _server(workers: int, port: int, conn) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    conn.send(("ready", workers))
+    while True:
+        case = conn.recv()
+        if case is None:
+            return
+        try:
+            conn.send(("ok", _serve_case(workers, port, case)))
+        except Exception as e:  # reported to the parent, which fails the case
+            conn.send(("error", f"server: {type(e).__name__}: {e}"))
+
+
+class LoopbackJob:
+    """`world` rank processes with one Gloo group, reused across cases (and, with `server`,
+    a parameter-server process for the ps cases)."""
+
+    def __init__(self, world: int, seed: int = 0, server: bool = False) -> None:
         self.world = world
+        self.cases = 0
         self.rng = random.Random(seed ^ 0x5EED)
         ctx = mp.get_context("spawn")
         port = free_tcp_port()
-        self.conns, self.procs = [], []
+        self.conns, self.procs, self.server = [], [], None
         for r in range(world):
             parent, child = ctx.Pipe()
             p = ctx.Process(target=_worker, args=(r, world, port, child), daemon=True)
             p.start()
             self.conns.append(parent)
             self.procs.append(p)
-        for c in self.conns:
+        self.server = None
+        if server:
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_server, args=(world, port, child), daemon=True)
+            p.start()
+            self.server = parent
+            self.procs.append(p)
+        for c in self._all():
             self._recv(c, START_TIMEOUT_S)
+
+    def _all(self) -> list:
+        return self.conns + ([self.server] if self.server is not None else [])
 
     def _recv(self, conn, timeout_s: float):
         if not conn.poll(timeout_s):
@@ -206,14 +267,19 @@ class LoopbackJob:
 
     def run(self, case: Case) -> list[RankResult]:
         cfg = dict(case.config)
+        ps = case.collective == "ps"
+        if ps and self.server is None:
+            raise ValueError("a ps case needs LoopbackJob(..., server=True)")
         if case.transport != "tcp" and "base_port" not in cfg:
             k = cfg.get("ports_per_peer", TransportConfig.ports_per_peer)
-            cfg["base_port"] = pick_udp_base(self.world, k, self.rng)
-        case = Case(**{**asdict(case), "config": cfg})
-        for c in self.conns:
+            cfg["base_port"] = pick_udp_base(self.world + ps, k, self.rng)
+        self.cases += 1
+        case = Case(**{**asdict(case), "config": cfg, "index": self.cases})
+        conns = self._all() if ps else self.conns
+        for c in conns:
             c.send(case)
         results, errors = [], []
-        for c in self.conns:
+        for c in conns:
             try:
                 results.append(self._recv(c, CASE_TIMEOUT_S))
             except RuntimeError as e:
@@ -223,7 +289,7 @@ class LoopbackJob:
         return sorted(results, key=lambda r: r.rank)
 
     def close(self) -> None:
-        for c in self.conns:
+        for c in self._all():
             with contextlib.suppress(BrokenPipeError, OSError):
                 c.send(None)
         for p in self.procs:
@@ -234,7 +300,7 @@ class LoopbackJob:
             if p.is_alive():
                 p.kill()
                 p.join(5)
-        self.conns, self.procs = [], []
+        self.conns, self.procs, self.server = [], [], None
 
     def __enter__(self) -> LoopbackJob:
         return self

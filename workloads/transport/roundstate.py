@@ -110,7 +110,8 @@ class RoundState:
         self.out = self.data.copy()
         s, n_me = lay.start(me), lay.length(me)
         self.partial = self.data[s : s + n_me].copy()
-        self.sc_count = np.ones(lay.npkts(me), dtype=np.int32)
+        own = 1 if lay.contributes(me) else 0  # a parameter server's zeros count for nothing
+        self.sc_count = np.full(lay.npkts(me), own, dtype=np.int32)
         self.rx_bytes = np.zeros(world, dtype=np.uint64)
         self.repair_bytes = np.zeros(world, dtype=np.int64)
         self.bounds = value_bounds(world)
@@ -200,7 +201,7 @@ class RoundState:
         counts = None
         if self.sc.missing > 0:
             counts = np.repeat(self.sc_count, lay.per_pkt)[: lay.length(me)]
-        self.policy.combine(self.partial, counts, lay.world)
+        self.policy.combine(self.partial, counts, lay.contributors)
         s = lay.start(me)
         self.out[s : s + lay.length(me)] = self.partial
         self.reduced = self.partial
@@ -216,7 +217,7 @@ class RoundState:
 
     def finish(self) -> None:
         """Fill every gathered element that never came, then drop receive-side state."""
-        lay, world = self.layout, self.layout.world
+        lay, world = self.layout, self.layout.contributors
         for j, got in self.ga_got.items():
             for a, b in missing_runs(got):
                 s = lay.start(j) + a * lay.per_pkt

@@ -45,6 +45,10 @@ from workloads.transport.stats import RoundStats
 class TransposeAllReduce:
     """One rank's Transpose AllReduce endpoint. All ranks call `allreduce` in the same order."""
 
+    #: The rank that owns the whole bucket (the parameter server, ps.py); None: every rank
+    #: owns an equal shard (layout.py).
+    owner: int | None = None
+
     def __init__(
         self,
         rank: int,
@@ -139,6 +143,11 @@ class TransposeAllReduce:
         return tar
 
     @property
+    def contributors(self) -> int:
+        """Ranks whose data enter the sum (the hooks divide by it): a server is not one."""
+        return self.world if self.owner is None else self.world - 1
+
+    @property
     def rcvbuf_bytes(self) -> int:
         return self.endpoint.rcvbuf_bytes if self.endpoint else 0
 
@@ -212,7 +221,8 @@ class TransposeAllReduce:
         if observer is not None:
             observer.begin(round_id)
         timing = self._timing(len(own))
-        req = Request(own, policy, epsilon, eps_id, timing, inject_drop and self.config.drop > 0)
+        inject = inject_drop and self.config.drop > 0
+        req = Request(own, policy, epsilon, eps_id, timing, inject, self.owner)
         self.engine.submit(req)
         # The engine gives up on its own (RELIABLE_GIVE_UP_S, or the budget + grace); this
         # outer bound only catches an engine that died without answering.

@@ -17,7 +17,7 @@ from testbed.bursts.schedule.arrivals import gilbert_elliott_steps
 from testbed.bursts.schedule.composition import timeline
 from testbed.bursts.schedule.events import Change, Event, ScheduleError
 from testbed.bursts.schedule.generation import generate
-from testbed.bursts.schedule.placement import DEFAULT_WORKERS, place_workers
+from testbed.bursts.schedule.placement import DEFAULT_WORKERS, place_server, place_workers
 from testbed.bursts.schedule.rounds import hit_rounds
 from testbed.bursts.schedule.senders import incast_senders
 from testbed.bursts.schedule.targets import resolve_targets
@@ -31,6 +31,7 @@ __all__ = [
     "generate",
     "hit_rounds",
     "incast_senders",
+    "place_server",
     "place_workers",
     "resolve_targets",
     "timeline",

@@ -58,20 +58,30 @@ def make_state(
     calibrate_elems: int | None = None,
     process_group: dist.ProcessGroup | None = None,
     reliable_iters: int = 1,
+    collective: str = "tar",
 ) -> TcpState | UdpState:
     """The state for transport `name`; for UDP, peers are found through the Gloo group.
+
+    `collective` "ps" runs the UDP rounds through a parameter server (transport/ps.py), a
+    process of its own (`python -m workloads.ps_server`) that must join the same job.
 
     `calibrate_elems` (the largest bucket, in float32 elements) runs the burst-free calibration
     that sets t_max when the config leaves it None; every rank must pass the same value.
     """
     hook_for(name)  # an unknown name fails here, before any socket or thread
     if name == TCP:
+        if collective != "tar":
+            raise ValueError(f"collective: {collective} runs over the UDP transports, not tcp")
         return TcpState(process_group)
     from workloads.transport.config import TransportConfig
+    from workloads.transport.ps import COLLECTIVES, ParameterServer
     from workloads.transport.tar import TransposeAllReduce
 
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
     config = config if config is not None else TransportConfig()
-    tar = TransposeAllReduce.from_process_group(addr, name, config, group=process_group)
+    cls = ParameterServer if collective == "ps" else TransposeAllReduce
+    tar = cls.from_process_group(addr, name, config, group=process_group)
     try:
         if config.t_max_ms is None and calibrate_elems:
             tar.calibrate(calibrate_elems)

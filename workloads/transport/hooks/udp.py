@@ -77,7 +77,7 @@ class UdpState(HookState):
         self.config = config
         self.reliable_iters = reliable_iters
         self.tar = tar
-        self.world = tar.world
+        self.world = tar.contributors  # the mean's N (a parameter server is not one)
         self.rank = tar.rank
         self.iteration = 0
         self.suspect: Counter[str] = Counter()
@@ -151,61 +151,13 @@ class UdpState(HookState):
     def _rows(self, job: _Job, s: Any, warm: bool) -> list[dict[str, Any]]:
         common = {
             "rank": self.rank,
-            "round": int(s.round),
             "iter": job.step,
             "bucket": job.bucket,
             "transport": self.policy,
             "train_phase": job.phase,
             "is_warmup": warm,
         }
-        skipped = {"scatter": int(s.skipped_scatter), "gather": int(s.skipped_gather)}
-        passes = {"scatter": int(s.passes_scatter), "gather": int(s.passes_gather)}
-        rows = [
-            row(
-                **common,
-                stage="total",
-                **_passes(sum(passes.values()), float(s.latency_ms)),
-                bytes_skipped=sum(skipped.values()),
-                t_start_s=float(s.t_start_s),
-                t_end_s=float(s.t_end_s),
-                latency_ms=float(s.latency_ms),
-                bytes=int(s.bytes),
-                pkts_expected=int(s.pkts_expected),
-                pkts_received=int(s.pkts_received),
-                delivered_loss=float(s.delivered_loss),
-                epsilon=float(s.epsilon),
-                nacks=int(s.nacks),
-                retx_pkts=int(s.retx_pkts),
-                cap_hit=bool(s.cap_hit),
-                bad_dgrams=int(s.bad_dgrams),
-                cpu_wait_ms=float(s.cpu_wait_ms),
-                loop_late_ms=float(s.loop_late_ms),
-            )
-        ]
-        scatter_ms = getattr(s, "scatter_ms", None)
-        gather_ms = getattr(s, "gather_ms", None)
-        if scatter_ms is not None and gather_ms is not None:
-            # stage rows carry timing, skipped bytes and passes; loss and packet counts live on
-            # the total row
-            t_mid = float(s.t_start_s) + float(scatter_ms) / 1e3
-            for stage, a, b, ms in (
-                ("scatter", float(s.t_start_s), t_mid, scatter_ms),
-                ("gather", t_mid, t_mid + float(gather_ms) / 1e3, gather_ms),
-            ):
-                rows.append(
-                    row(
-                        **common,
-                        stage=stage,
-                        t_start_s=a,
-                        t_end_s=b,
-                        latency_ms=float(ms),
-                        epsilon=float(s.epsilon),
-                        cpu_wait_ms=0.0,
-                        bytes_skipped=skipped[stage],
-                        **_passes(passes[stage], float(ms)),
-                    )
-                )
-        return rows
+        return stats_rows(common, s)
 
     def meta(self) -> dict[str, Any]:
         cfg = self.config
@@ -220,6 +172,7 @@ class UdpState(HookState):
         }
         meta["gap_ms"] = self.tar.gap_s * 1e3  # the idle gap: the fidelity verdict's yardstick
         meta["fastpath"] = self.tar.fastpath
+        meta["collective"] = "tar" if getattr(self.tar, "owner", None) is None else "ps"
         for attr in ("t_max_ms", "p50_ms", "rcvbuf_bytes", "sndbuf_bytes"):
             value = getattr(self.tar, attr, None)
             if value is not None and not callable(value):
@@ -231,6 +184,60 @@ class UdpState(HookState):
         self._queue.put(None)
         self._thread.join(timeout=_JOIN_TIMEOUT_S)
         self.tar.close()
+
+
+def stats_rows(common: dict[str, Any], s: Any) -> list[dict[str, Any]]:
+    """A round's `rounds` rows from its RoundStats `s`: the total, then one per stage; `common`
+    holds the columns the caller knows (rank, iter, bucket, transport, phase, warm-up)."""
+    common = {"rank": common["rank"], "round": int(s.round), **common}  # the columns' order
+    skipped = {"scatter": int(s.skipped_scatter), "gather": int(s.skipped_gather)}
+    passes = {"scatter": int(s.passes_scatter), "gather": int(s.passes_gather)}
+    rows = [
+        row(
+            **common,
+            stage="total",
+            **_passes(sum(passes.values()), float(s.latency_ms)),
+            bytes_skipped=sum(skipped.values()),
+            t_start_s=float(s.t_start_s),
+            t_end_s=float(s.t_end_s),
+            latency_ms=float(s.latency_ms),
+            bytes=int(s.bytes),
+            pkts_expected=int(s.pkts_expected),
+            pkts_received=int(s.pkts_received),
+            delivered_loss=float(s.delivered_loss),
+            epsilon=float(s.epsilon),
+            nacks=int(s.nacks),
+            retx_pkts=int(s.retx_pkts),
+            cap_hit=bool(s.cap_hit),
+            bad_dgrams=int(s.bad_dgrams),
+            cpu_wait_ms=float(s.cpu_wait_ms),
+            loop_late_ms=float(s.loop_late_ms),
+        )
+    ]
+    scatter_ms = getattr(s, "scatter_ms", None)
+    gather_ms = getattr(s, "gather_ms", None)
+    if scatter_ms is not None and gather_ms is not None:
+        # stage rows carry timing, skipped bytes and passes; loss and packet counts live on
+        # the total row
+        t_mid = float(s.t_start_s) + float(scatter_ms) / 1e3
+        for stage, a, b, ms in (
+            ("scatter", float(s.t_start_s), t_mid, scatter_ms),
+            ("gather", t_mid, t_mid + float(gather_ms) / 1e3, gather_ms),
+        ):
+            rows.append(
+                row(
+                    **common,
+                    stage=stage,
+                    t_start_s=a,
+                    t_end_s=b,
+                    latency_ms=float(ms),
+                    epsilon=float(s.epsilon),
+                    cpu_wait_ms=0.0,
+                    bytes_skipped=skipped[stage],
+                    **_passes(passes[stage], float(ms)),
+                )
+            )
+    return rows
 
 
 def _passes(n: int, ms: float) -> dict[str, Any]:
