@@ -70,8 +70,11 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
         raise SpecError("burst", f"{preset.name} hits rounds; the {spec.workload} probe has none")
     try:
         presets.check_event_bound(preset, span_s)
+        # a parameter server is a receiving host like the workers: its downlink is one of
+        # all_worker_downlinks (stage 1's flows cross it) and no incast sender lands on it
+        receivers = [*hosts, *([server] if server else [])]
         events = schedule.generate(
-            preset, topo, list(hosts), span_s, spec.seed, rounds=run_rounds(spec)
+            preset, topo, receivers, span_s, spec.seed, rounds=run_rounds(spec)
         )
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e

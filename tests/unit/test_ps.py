@@ -231,3 +231,15 @@ def test_testbed_run_refuses_bad_ps_with_exit_2(args, field, why, tmp_path, monk
     res = CliRunner().invoke(app, ["run", *args, "--dilation", "1", "--out", str(tmp_path)])
     assert res.exit_code == 2, res.output
     assert f"invalid spec: {field}:" in res.output and why in res.output, res.output
+
+
+def test_a_paper_event_impairs_the_servers_downlink_too():
+    """Under ps, stage 1's flows end at the server: its downlink is impaired with the workers'
+    so every flow crosses exactly one lossy link, as under the transpose."""
+    p = plan(build_spec(workload="allreduce", collective="ps", workers=3, rounds=12,
+                        burst="paper-90", dilation=1))  # fmt: skip
+    hit = {e.round for e in p.events}
+    assert 2 <= len(hit) <= 3
+    downlinks = {(e.link, e.direction.dst) for e in p.events if e.round == min(hit)}
+    assert len(downlinks) == 4, downlinks
+    assert {dst for _, dst in downlinks} == {"h1", "h5", "h9", "h13"}

@@ -10,7 +10,8 @@ __all__ = ["resolve_targets"]
 
 
 def resolve_targets(topo, target: Target, workers: list[str]) -> list[tuple[str, Direction]]:
-    """(link name, direction) pairs a target role names on this topology."""
+    """(link name, direction) pairs a target role names on this topology. `workers` are the
+    receiving hosts in order: the workers, then a parameter server's host if there is one."""
     if target.role == "all_worker_downlinks":
         out = []
         for host in workers:
