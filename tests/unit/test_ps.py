@@ -243,3 +243,17 @@ def test_a_paper_event_impairs_the_servers_downlink_too():
     downlinks = {(e.link, e.direction.dst) for e in p.events if e.round == min(hit)}
     assert len(downlinks) == 4, downlinks
     assert {dst for _, dst in downlinks} == {"h1", "h5", "h9", "h13"}
+
+
+def test_the_server_side_allreduce_takes_every_keyword_the_transposes_does():
+    """The hooks and the round observer call `allreduce` with the transpose's keywords; the
+    ps subclass once lacked `round_id` and every ps run failed at its first round."""
+    import inspect
+
+    from workloads.transport.ps import ParameterServer
+    from workloads.transport.tar import TransposeAllReduce
+
+    def keywords(f):
+        return {n for n, p in inspect.signature(f).parameters.items() if p.kind is p.KEYWORD_ONLY}
+
+    assert keywords(TransposeAllReduce.allreduce) <= keywords(ParameterServer.allreduce)

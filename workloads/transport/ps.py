@@ -222,6 +222,8 @@ class ParameterServer(TransposeAllReduce):
         eps_id: int = 0,
         reliable: bool = False,
         inject_drop: bool = True,
+        round_id: int | None = None,
+        round_ends: bool = True,
     ) -> tuple[np.ndarray, RoundStats]:
         """As the transpose's; worker 0 first tells the server what round comes."""
         if self.rank == 0 and self.group is not None:
@@ -229,7 +231,13 @@ class ParameterServer(TransposeAllReduce):
                          self.p50_ms)  # fmt: skip
             self._announce(a.tensor())
         return super().allreduce(
-            data, epsilon=epsilon, eps_id=eps_id, reliable=reliable, inject_drop=inject_drop
+            data,
+            epsilon=epsilon,
+            eps_id=eps_id,
+            reliable=reliable,
+            inject_drop=inject_drop,
+            round_id=round_id,
+            round_ends=round_ends,
         )
 
     def _announce(self, t: torch.Tensor) -> None:
