@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -181,6 +182,10 @@ def test_the_group_watches_and_stops_the_server_by_pid(tmp_path):
     group.start_readers()
     worker.wait(10)
     assert group.failed() is None and not group.all_done()  # the server still runs
+    log = tmp_path / "server" / "server.log"
+    deadline = time.monotonic() + 20  # the event: the server's line reached its log
+    while not (log.exists() and log.read_text() == "s\n") and time.monotonic() < deadline:
+        time.sleep(0.01)
     group.stop()
     assert server.poll() is not None
     assert group.failed() == (1, server.returncode)  # rank N: the server
