@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from testbed.spec import RunSpec, SpecError
 from workloads.spec import WORKER_WORKLOADS
+from workloads.transport.config import TransportConfig
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
         # all_worker_downlinks (stage 1's flows cross it) and no incast sender lands on it
         receivers = [*hosts, *([server] if server else [])]
         events = schedule.generate(
-            preset, topo, receivers, span_s, spec.seed, rounds=run_rounds(spec)
-        )
+            preset, topo, receivers, span_s, spec.seed, rounds=run_rounds(spec),
+            control_ports=control_ports(spec, len(receivers)) if spec.control == "tcp" else None,
+        )  # fmt: skip
     except ValueError as e:
         raise SpecError("burst", f"{preset.name} on {topo.name}: {e}") from e
     return Plan(spec, topo, preset, hosts, tuple(events), dilation, dilation_reason, server)
@@ -92,6 +94,13 @@ def expected_duration_s(spec: RunSpec) -> float:
         return spec.rounds * (bound_s + spec.interval_ms / 1000)
     steps = spec.steps or spec.epochs * 60
     return steps * max(bound_s, 0.2)
+
+
+def control_ports(spec: RunSpec, members: int) -> tuple[int, int]:
+    """The TCP ports the UDP transports' control links use (`--control tcp`: each member
+    listens on its first UDP port), as an inclusive range over every member's ports."""
+    per = TransportConfig(base_port=spec.base_port).ports_per_peer
+    return spec.base_port, spec.base_port + max(members, 1) * per - 1
 
 
 def run_rounds(spec: RunSpec) -> int | None:

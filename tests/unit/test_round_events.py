@@ -249,3 +249,24 @@ def test_a_run_plans_its_hit_rounds_from_its_round_count():
     assert run_rounds(RunSpec(workload="train", epochs=2, steps=5, batch_size=32)) == 5
     with pytest.raises(SpecError, match="burst"):
         plan(RunSpec(workload="iperf3", burst="paper-90", dilation=1))
+
+
+def test_paper_events_spare_the_control_links_only_with_control_tcp():
+    """The paper's events lose data: with `--control tcp` their loss rules let the transports'
+    TCP control links through (the iperf3 probe's control connection is spared the same way);
+    without it there is nothing to spare."""
+    from testbed.bursts.impairments.iptables import exemption_specs
+    from testbed.run.plan import plan
+    from testbed.spec import build_spec
+    from workloads.transport.config import TransportConfig
+
+    k = TransportConfig().ports_per_peer
+    tcp = plan(build_spec(workload="allreduce", rounds=12, burst="paper-90", control="tcp",
+                          dilation=1))  # fmt: skip
+    assert {tuple(e.params["spare_tcp"]) for e in tcp.events} == {(47000, 47000 + 4 * k - 1)}
+    udp = plan(build_spec(workload="allreduce", rounds=12, burst="paper-90", dilation=1))
+    assert all("spare_tcp" not in e.params for e in udp.events)
+    spared = exemption_specs((47000, 47015))
+    assert spared[: len(exemption_specs())] == exemption_specs()
+    assert ["-p", "tcp", "--dport", "47000:47015", "-j", "RETURN"] in spared
+    assert ["-p", "tcp", "--sport", "47000:47015", "-j", "RETURN"] in spared

@@ -201,3 +201,12 @@ class LossRules(BatchedImpairment):
 
     def revert(self, egress: Egress, kind: str) -> Ticket:
         return self._replace(egress, 0.0, "random")
+
+
+def spared_tcp(events: Sequence[Event]) -> tuple[int, int] | None:
+    """The TCP port range (inclusive) the loss rules must let through: the transports' control
+    links, when a round-aligned stream spares them (`spare_control`), else None."""
+    ranges = {tuple(e.params["spare_tcp"]) for e in events if e.params.get("spare_tcp")}
+    if len(ranges) > 1:
+        raise ValueError(f"events spare different TCP port ranges: {sorted(ranges)}")
+    return ranges.pop() if ranges else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from testbed.bursts.impairments.base import Egress, LossRules, Ticket
+from testbed.bursts.impairments.base import Egress, LossRules, Ticket, spared_tcp
 from testbed.bursts.schedule.events import Event
 from topologies.model import Direction
 
@@ -28,14 +28,20 @@ PROBE_DATA_PORT = 5202
 HANDSHAKE_MAX_LEN = 40
 
 
-def exemption_specs() -> list[list[str]]:
-    """The RETURN rules at the top of the loss chain (iperf3 control and UDP handshake)."""
+def exemption_specs(spared: tuple[int, int] | None = None) -> list[list[str]]:
+    """The RETURN rules at the top of the loss chain (iperf3 control and UDP handshake, and
+    the transports' TCP control links when `spared`, an inclusive port range)."""
     c, d = str(PROBE_CONTROL_PORT), str(PROBE_DATA_PORT)
-    return [
+    specs = [
         ["-p", "tcp", "--dport", c, "!", "--sport", d, "-j", "RETURN"],
         ["-p", "tcp", "--sport", c, "!", "--dport", d, "-j", "RETURN"],
         ["-p", "udp", "-m", "length", "--length", f"0:{HANDSHAKE_MAX_LEN}", "-j", "RETURN"],
     ]
+    if spared is not None:
+        ports = f"{spared[0]}:{spared[1]}"
+        specs += [["-p", "tcp", "--dport", ports, "-j", "RETURN"],
+                  ["-p", "tcp", "--sport", ports, "-j", "RETURN"]]  # fmt: skip
+    return specs
 
 
 def nth_every(probability: float) -> int:
@@ -79,11 +85,12 @@ class IptablesLoss(LossRules):
         per_node: dict[str, list[Egress]] = {}
         for e in egresses:
             per_node.setdefault(e.node, []).append(e)
+        exempt = exemption_specs(spared_tcp(events))
         for node, egs in per_node.items():
             sh = self.shell(node)
             sh.run([*IPT, "-N", CHAIN])
             self._created.append((node, CHAIN))
-            for spec in exemption_specs():
+            for spec in exempt:
                 sh.run([*IPT, "-A", CHAIN, *spec])
             for i, e in enumerate(egs):
                 drop = f"dblp_d{i}"
@@ -91,7 +98,7 @@ class IptablesLoss(LossRules):
                 self._created.append((node, drop))
                 sh.run([*IPT, "-A", drop, "-j", "DROP"])
                 sh.run([*IPT, "-A", CHAIN, *loss_spec(e.intf, drop, 0.0, "random")])
-                self._rule[e.direction] = (len(exemption_specs()) + 1 + i, drop)
+                self._rule[e.direction] = (len(exempt) + 1 + i, drop)
             hook = "OUTPUT" if egs[0].is_host else "FORWARD"
             sh.run([*IPT, "-I", hook, "1", "-j", CHAIN])
             self._hooked.append((node, hook))

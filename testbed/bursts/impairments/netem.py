@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from testbed.bursts.impairments.base import Egress, Impairment, Ticket, shell_ticket
+from testbed.bursts.impairments.base import Egress, Impairment, Ticket, shell_ticket, spared_tcp
 from testbed.bursts.impairments.tc_stats import QDISC_STATS, leaf_drops
 from testbed.bursts.schedule.events import Event
 from testbed.network import shaping
@@ -64,6 +64,11 @@ class NetemLeaf(Impairment):
         self._egresses = {e.direction: e for e in egresses}
         self._counted: dict[Direction, int] = {}
         check_netem(self._caps, events)
+        if spared_tcp(events) is not None:
+            raise ValueError(
+                "impair: netem drops every packet of a link and cannot spare the transports' "
+                "TCP control links (spare_control); use --impair iptables or nft"
+            )
 
     def _set(self, egress: Egress, loss: float, delay_ms: float) -> Ticket:
         old = self._state.get(egress.direction, (0.0, 0.0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from testbed.bursts.impairments.base import Egress, LossRules, Ticket
+from testbed.bursts.impairments.base import Egress, LossRules, Ticket, spared_tcp
 from testbed.bursts.impairments.iptables import (
     HANDSHAKE_MAX_LEN,
     PROBE_CONTROL_PORT,
@@ -78,6 +78,14 @@ class NftLoss(LossRules):
         for e in egresses:
             per_node.setdefault(e.node, []).append(e)
         c, d = str(PROBE_CONTROL_PORT), str(PROBE_DATA_PORT)
+        exempt = [
+            ["tcp", "dport", c, "tcp", "sport", "!=", d, "return"],
+            ["tcp", "sport", c, "tcp", "dport", "!=", d, "return"],
+            ["ip", "protocol", "udp", "ip", "length", f"0-{HANDSHAKE_MAX_LEN}", "return"],
+        ]
+        if (spared := spared_tcp(events)) is not None:  # the transports' TCP control links
+            ports = f"{spared[0]}-{spared[1]}"
+            exempt += [["tcp", "dport", ports, "return"], ["tcp", "sport", ports, "return"]]
         for node, egs in per_node.items():
             sh = self.shell(node)
             chain = _chain(egs[0].is_host)
@@ -86,11 +94,7 @@ class NftLoss(LossRules):
             self._nodes.append(node)
             sh.run(["nft", "add", "chain", *TABLE, chain,
                     f"{{ type filter hook {hook} priority 0; }}"])  # fmt: skip
-            for rule in (
-                ["tcp", "dport", c, "tcp", "sport", "!=", d, "return"],
-                ["tcp", "sport", c, "tcp", "dport", "!=", d, "return"],
-                ["ip", "protocol", "udp", "ip", "length", f"0-{HANDSHAKE_MAX_LEN}", "return"],
-            ):
+            for rule in exempt:
                 sh.run(["nft", "add", "rule", *TABLE, chain, *rule])
             for i, e in enumerate(egs):
                 counter = f"d{i}"

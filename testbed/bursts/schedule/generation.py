@@ -30,9 +30,12 @@ def generate(
     duration_s: float,
     seed: int,
     rounds: int | None = None,
+    control_ports: tuple[int, int] | None = None,
 ) -> list[Event]:
     """Every event of the preset on this topology, for [0, duration_s) after t0, or, for a
-    round-aligned preset, on the seeded rounds of a run of ``rounds`` rounds.
+    round-aligned preset, on the seeded rounds of a run of ``rounds`` rounds; a stream with
+    ``spare_control`` carries ``control_ports`` (the transports' TCP port range, inclusive) in
+    its events' params, for the loss rules to spare.
 
     Without worker hosts (probe workloads) roles resolve against the default placement of
     ``DEFAULT_WORKERS`` workers, so a probe crosses the links a training run would see hit.
@@ -41,7 +44,7 @@ def generate(
     if preset.round_aligned:
         if rounds is None:
             raise ScheduleError(f"rounds: {preset.name} hits rounds; the run's count is unknown")
-        return _round_events(preset, topo, workers, rounds, seed)
+        return _round_events(preset, topo, workers, rounds, seed, control_ports)
     bursts: list[tuple[float, int, Stream, random.Random]] = []
     for i, stream in enumerate(preset.streams):
         rng = random.Random(f"{seed}/{i}")
@@ -102,7 +105,21 @@ def _events_for(
     return out
 
 
-def _round_events(preset: Preset, topo, workers: list[str], total: int, seed: int) -> list[Event]:
+def _params(stream, control_ports: tuple[int, int] | None) -> dict:
+    """A round event's parameters: its loss mode, and the TCP port range its rules spare."""
+    if stream.spare_control and control_ports is not None:
+        return {"mode": stream.mode, "spare_tcp": list(control_ports)}
+    return {"mode": stream.mode}
+
+
+def _round_events(
+    preset: Preset,
+    topo,
+    workers: list[str],
+    total: int,
+    seed: int,
+    control_ports: tuple[int, int] | None = None,
+) -> list[Event]:
     """One event per (hit round, target), ids in round order; no planned times (NaN)."""
     hits = []
     for i, stream in enumerate(preset.streams):
@@ -120,7 +137,7 @@ def _round_events(preset: Preset, topo, workers: list[str], total: int, seed: in
                         direction,
                         stream.kind,
                         stream.magnitude,
-                        {"mode": stream.mode},
+                        _params(stream, control_ports),
                         math.nan,
                         math.nan,
                         round=r,
