@@ -36,12 +36,15 @@ def wait_for_go():
 
 real_signal = signal.signal
 def acknowledging(signum, handler):
-    \"\"\"Every handler installed says which signal it took, before it acts on it.\"\"\"
+    \"\"\"Every handler installed says which signal it took, once it has acted on it (or
+    raised): acknowledged before, the next signal could run inside this handler first.\"\"\"
     if not callable(handler):
         return real_signal(signum, handler)
     def handle(s, frame):
-        say(f"got {signal.Signals(s).name}")
-        return handler(s, frame)
+        try:
+            return handler(s, frame)
+        finally:
+            say(f"got {signal.Signals(s).name}")
     return real_signal(signum, handle)
 signal.signal = acknowledging
 
