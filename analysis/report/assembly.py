@@ -129,9 +129,11 @@ def write_report(
         f"events (the paper's {fmt_ratio(PUBLISHED['event_ratio_max'])} is a max), each with "
         "a 95% bootstrap interval that resamples seeds, not events (seeded, so the report is "
         "reproducible; with 3 seeds it is coarse, and a max's upper end is the max itself). "
-        "The null applies the same pairing to burst-free rounds: the baseline's calm round over "
-        "the transport's calm round of the same index on the same seed; a ratio is an effect "
-        "only above the null's p95 (its max when there are too few calm pairs for a p95). "
+        "The null applies the same pairing to burst-free rounds (the baseline's calm round over "
+        "the transport's calm round of the same index on the same seed) and takes the same "
+        "statistic over as many of them per seed as there were events, 2000 times: its p95 is "
+        "the null beside each ratio (a max over 14 events against the max of 14 calm pairs). "
+        "A ratio is an effect only above its null. "
         "The calm-round ratio beside them is the ratio of calm-round medians. With "
         "bursts more frequent than rounds, one round can be hit by several events.",
         "",

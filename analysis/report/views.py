@@ -39,19 +39,14 @@ def _events_seeds(x: object, row: pd.Series) -> str:
     return f"{fmt_count(x)} ({seeds} seed{'s' if seeds != 1 else ''})"
 
 
-def _null_cell(x: object, row: pd.Series) -> str:
-    """The null's p95, or its max (with n) when there were too few calm pairs for a p95."""
+def _nulls(x: object, row: pd.Series) -> str:
+    """The p95 of each quantile's null, max / p90 / median, in one cell."""
     if is_nan(x):
         return "–"
-    rule = str(row.get("null_ratio_p95_rule", ""))
-    return (
-        f"max {fmt_ratio(x)} (n={int(row['null_rounds'])})"
-        if rule.startswith("max")
-        else fmt_ratio(x)
-    )
+    return " / ".join(fmt_ratio(row[f"null_{k}_p95"]) for k in ("max", "p90", "median"))
 
 
-NULL = Col("null_ratio_p95", "null p95, calm rounds (×)", row_fmt=_null_cell)
+NULL = Col("null_max_p95", "null p95, max / p90 / median (×)", row_fmt=_nulls)
 TRANSPORT = Col("label", "transport")
 PRESET = Col("preset", "burst preset")
 RUNS = Col("runs", "runs", fmt_count)

@@ -26,17 +26,16 @@ RECIPE_FIELDS = ("model", "epochs", "steps", "batch_size", "lr", "resync_every",
 EVENT_QUANTILES = {"median": 0.5, "p90": 0.9, "max": 1.0}
 #: The per-event statistic's columns, wherever it is shown (events, paper, timeout axis).
 #: Each quantile with its seed-cluster bootstrap interval (`_lo`, `_hi`), then the calm-round
-#: ratio and the null: the same pairing over burst-free rounds (how many, its p95, the rule).
+#: ratio and the null: how many paired burst-free rounds, and each quantile's null p95.
 EVENT_STATS = [
     "events",
     "seeds",
     *(f"event_ratio_{k}{end}" for k in EVENT_QUANTILES for end in ("", "_lo", "_hi")),
     "calm_ratio",
     "null_rounds",
-    "null_ratio_p95",
-    "null_ratio_p95_rule",
+    *(f"null_{k}_p95" for k in EVENT_QUANTILES),
 ]
-#: The null's quantile a per-event ratio must exceed to count as an effect.
-NULL_QUANTILE = 0.95
+#: The quantile of its null a per-event ratio must exceed to count as an effect.
+NULL_LEVEL = 0.95
 #: The pinned ε whose training time phase-aware ε is held against: its stable-phase ε.
 FAST_EPSILON = 0.2

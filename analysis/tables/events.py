@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.stats import cluster_bootstrap, quantile
+from analysis.stats import cluster_bootstrap, null_quantiles
 from analysis.tables.common import pair_identity
-from analysis.tables.constants import EVENT_QUANTILES, EVENT_STATS, NULL_QUANTILE
+from analysis.tables.constants import EVENT_QUANTILES, EVENT_STATS, NULL_LEVEL
 from analysis.tables.roles import BASELINE, COMPARISONS, labels_in_role
 from analysis.windows import applied_windows
 
@@ -32,16 +32,22 @@ def event_rounds(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["run_id", "event_id", "round", "latency_ms"])
 
 
-def _null(calm: pd.DataFrame, runs_a: np.ndarray, runs_b: np.ndarray) -> dict:
-    """The per-event ratio's null: the same pairing over burst-free rounds, the baseline's
-    round over the transport's round of the same index on the same repeat, both calm.
-    Its NULL_QUANTILE, the max when too few pairs (`stats.quantile`; `null_ratio_p95_rule`)."""
+def _null(calm: pd.DataFrame, runs_a: np.ndarray, runs_b: np.ndarray, seeds: pd.Series) -> dict:
+    """The per-event ratios' null: the same pairing over burst-free rounds (the baseline's
+    round over the transport's round of the same index on the same repeat, both calm), and
+    for each EVENT_QUANTILES quantile the NULL_LEVEL quantile of that statistic over as many
+    calm pairs per seed as there were events (`stats.null_quantiles`)."""
     cols = ["repeat", "round", "latency_ms"]
     a = calm.loc[calm["run_id"].isin(runs_a), cols]
     b = calm.loc[calm["run_id"].isin(runs_b), cols]
     pair = a.merge(b, on=["repeat", "round"], suffixes=("", "_base"))
-    q = quantile(pair["latency_ms_base"] / pair["latency_ms"], NULL_QUANTILE)
-    return {"null_rounds": q.n, "null_ratio_p95": q.number, "null_ratio_p95_rule": q.rule}
+    ratio = pair["latency_ms_base"] / pair["latency_ms"]
+    counts = seeds.value_counts().to_dict()
+    null = null_quantiles(ratio, pair["repeat"], counts, list(EVENT_QUANTILES.values()))
+    tag = f"p{100 * NULL_LEVEL:g}"
+    return {"null_rounds": len(pair)} | {
+        f"null_{k}_{tag}": float(v) for k, v in zip(EVENT_QUANTILES, null, strict=True)
+    }
 
 
 def _ratio_stats(ratio: pd.Series, seeds: pd.Series) -> dict:
@@ -64,8 +70,8 @@ def event_table(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
     baseline over under the transport, paired by event on the same seed and repeat (same
     schedule, same event ids), reported as median, p90 and max over events, each with a 95%
     bootstrap interval over seeds, beside the ratio of calm-round medians (what the baseline
-    costs when nothing bursts) and the null (`_null`: the same pairing over calm rounds; a
-    ratio is an effect only above its p95). `events`
+    costs when nothing bursts) and each one's null (`_null`: the same statistic over as many
+    paired calm rounds; a ratio is an effect only above its null's p95). `events`
     counts the paired events, `seeds` the repeats they came from. A baseline is a label whose
     transport plays "baseline" in a comparison (rl's role columns); rows say which."""
     hits = event_rounds(rl, bursts)
@@ -102,7 +108,7 @@ def event_table(rl: pd.DataFrame, bursts: pd.DataFrame) -> pd.DataFrame:
                         "seeds": pair["repeat"].nunique(),
                         **_ratio_stats(ratio, pair["repeat"]),
                         "calm_ratio": float(calm_ratio),
-                        **_null(calm_rounds, runs_a, runs_b),
+                        **_null(calm_rounds, runs_a, runs_b, pair["repeat"]),
                     }
                 )
     return pd.DataFrame(rows, columns=cols)

@@ -105,3 +105,15 @@ def test_cluster_bootstrap_resamples_seeds_and_is_reproducible():
     assert lo[0] < np.median(values) < hi[0]
     one = cluster_bootstrap(values, np.zeros(9), [0.5])
     assert np.isnan(one[0]).all() and np.isnan(one[1]).all()  # one seed: no interval
+
+
+def test_null_of_a_max_is_the_max_of_as_many_null_values():
+    from analysis.stats import null_quantiles
+
+    null = np.arange(1.0, 101.0)  # one seed, 100 calm values 1..100
+    few = null_quantiles(null, np.zeros(100), {0: 1}, [1.0])  # a max over 1 event: any value
+    many = null_quantiles(null, np.zeros(100), {0: 50}, [1.0])  # over 50: nearly the top
+    assert few[0] == pytest.approx(95.0, abs=2.0) and many[0] == 100.0
+    again = null_quantiles(null, np.zeros(100), {0: 1}, [1.0])
+    assert again[0] == few[0]  # seeded
+    assert np.isnan(null_quantiles(null, np.zeros(100), {1: 3}, [0.5])).all()  # seed 1: none
