@@ -172,3 +172,94 @@ def ratio_ci(
     else:
         e = diff_ci(_finite(lx), _finite(ly), paired=False, level=level)
     return Estimate(math.exp(e.mean), math.exp(e.lo), math.exp(e.hi), e.n)
+
+
+def cut_ci(
+    num: Sequence[float] | np.ndarray,
+    den: Sequence[float] | np.ndarray,
+    paired: bool,
+    level: float = LEVEL,
+) -> Estimate:
+    """The cut 1 - num/den of a time, as an arithmetic mean with a t-interval.
+
+    Paired (same seeds): the mean of the per-seed cuts 1 - num_i/den_i and its t-interval.
+    Unpaired: 1 - mean(num)/mean(den), with Welch's interval on mean(den) - mean(num) over
+    mean(den) (den's mean taken as known). `ratio_ci` gives the geometric-mean counterpart."""
+    x, y = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    if paired:
+        if x.shape != y.shape:
+            raise ValueError("paired samples need equal lengths")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return mean_ci(1.0 - x / y, level)
+    x, y = _finite(x), _finite(y)
+    if x.size == 0 or y.size == 0 or y.mean() == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    d = diff_ci(y, x, paired=False, level=level)
+    s = float(y.mean())
+    return Estimate(d.mean / s, d.lo / s, d.hi / s, d.n)
+
+
+#: Resamples of a bootstrap, and its seed: a fixed seed keeps a report byte-reproducible.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 19
+
+
+def cluster_bootstrap(
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    qs: Sequence[float],
+    level: float = LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals (lo, hi arrays, one per q) of the quantiles qs of values,
+    resampling whole clusters (seeds) with replacement, not single values: values from one
+    seed share its bursts and its noise, so they are not independent. NaN with < 2 clusters."""
+    x = np.asarray(values, dtype=float)
+    c = np.asarray(clusters)
+    keep = np.isfinite(x)
+    x, c = x[keep], c[keep]
+    groups = [x[c == k] for k in np.unique(c)]
+    nan = np.full(len(qs), math.nan)
+    if len(groups) < 2:
+        return nan, nan.copy()
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(groups), size=(resamples, len(groups)))
+    stats = np.array([np.quantile(np.concatenate([groups[i] for i in d]), qs) for d in draws])
+    tail = (1.0 - level) / 2.0
+    return np.quantile(stats, tail, axis=0), np.quantile(stats, 1.0 - tail, axis=0)
+
+
+def null_quantiles(
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    counts: dict,
+    qs: Sequence[float],
+    level: float = LEVEL,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> np.ndarray:
+    """The null of each quantile q in qs of a statistic taken over `counts[c]` values of each
+    cluster c: draw that many of the cluster's null values (without replacement when it has
+    enough), take the quantiles of the draw, and repeat; returns, per q, the `level` quantile
+    of those draws (a max over 14 events is held against the max of 14 null values, not
+    against one null value). NaN where a cluster in counts has no null values."""
+    x = np.asarray(values, dtype=float)
+    c = np.asarray(clusters)
+    keep = np.isfinite(x)
+    x, c = x[keep], c[keep]
+    rng = np.random.default_rng(seed)
+    parts = []
+    for k, n in sorted(counts.items()):
+        pool = x[c == k]
+        if pool.size == 0:
+            return np.full(len(qs), math.nan)
+        if pool.size >= n:
+            idx = np.argsort(rng.random((resamples, pool.size)), axis=1)[:, :n]
+        else:
+            idx = rng.integers(0, pool.size, size=(resamples, n))
+        parts.append(pool[idx])
+    if not parts:
+        return np.full(len(qs), math.nan)
+    draws = np.quantile(np.concatenate(parts, axis=1), qs, axis=1)
+    return np.quantile(draws, level, axis=1)

@@ -1,4 +1,4 @@
-"""Test accuracy against wall time, first-repeat burst windows shaded."""
+"""Test accuracy against emulated time, first-repeat burst windows shaded."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from analysis.windows import applied_windows
 
 
 def accuracy_vs_time(runs: Runs, path: Path) -> Path:
-    """Test accuracy against wall time since the first training step, one line per run."""
+    """Test accuracy against emulated time since the first training step (the tables' clock:
+    under time dilation D, wall time / D), one line per run."""
     e = runs.evals.copy()
     e["t_rel_s"] = e["t_s"] - e["run_id"].map(origins(runs))
     runs_df = runs.runs[runs.runs["run_id"].isin(e["run_id"])]
@@ -40,9 +41,9 @@ def accuracy_vs_time(runs: Runs, path: Path) -> Path:
         # the edge line keeps a 40 ms window visible at print size
         ax.axvspan(start, end, facecolor=BURST_COLOR, edgecolor=BURST_COLOR, alpha=0.15, lw=0.6,
                    zorder=0)  # fmt: skip
-    ax.set_xlabel("wall time since first training step (s)")
+    ax.set_xlabel("emulated time since first training step (s)")
     ax.set_ylabel("test accuracy (fraction)")
-    title = "Test accuracy vs wall time"
+    title = "Test accuracy vs emulated time (evaluations included)"
     if per_run.max() <= 3:
         title += (
             f"\n(only {per_run.min()}–{per_run.max()} evaluations per run: "

@@ -15,6 +15,9 @@ from analysis.figures.style import preset_order, save
 from analysis.tables.constants import PUBLISHED
 from analysis.tables.roles import COMPARISONS, PAPER
 
+#: What a workload's end-to-end time is, for the panel that holds it.
+WORKLOAD_TIME = {"train": "training time", "allreduce": "all-reduce time"}
+
 
 def headline_bars(paper: pd.DataFrame, path: Path) -> Path:
     """The paper's two statistics per bursty preset (the `paper` table), published figures
@@ -74,7 +77,8 @@ def headline_bars(paper: pd.DataFrame, path: Path) -> Path:
     a1.margins(y=0.18)
     for ax in (a1, a2):
         ax.grid(True, axis="y", alpha=0.3)
-    a1.set_title(f"End-to-end training-time cut, {comparison} comparison (mean over repeats)")
+    held = " and ".join(WORKLOAD_TIME.get(w, f"{w} time") for w in sorted(c["workload"].unique()))
+    a1.set_title(f"End-to-end cut of the {held}, {comparison} comparison (arithmetic mean)")
     events, seeds = c["events"].dropna(), c["seeds"].dropna()
     a2.set_title(
         "Per burst event: the hit round's latency ratio\nmax (bar) over "

@@ -58,6 +58,10 @@ def latency_cdf(rl: pd.DataFrame, path: Path) -> Path:
     return save(fig, path)
 
 
+#: The timeline's narrowest width (inches): its title's two lines and its legend fit in it.
+MIN_WIDTH_IN = 7.6
+
+
 def latency_timeline(rl: pd.DataFrame, windows: pd.DataFrame, path: Path) -> Path:
     """Round latency over time for every (workload, label, preset) — its first repeat: a block
     per workload, a row per transport, a column per preset; applied burst windows shaded and
@@ -75,7 +79,9 @@ def latency_timeline(rl: pd.DataFrame, windows: pd.DataFrame, path: Path) -> Pat
     }
     n_cols = max(len(p) for _, p in shape.values())
     heights = [len(lab) + 0.6 for lab, _ in shape.values()]
-    fig = plt.figure(figsize=(3.3 * n_cols + 0.9, 1.4 * sum(heights) + 1.2), layout="constrained")
+    # at least MIN_WIDTH_IN wide: one preset's column alone cannot hold the title and legend
+    width = max(3.3 * n_cols + 0.9, MIN_WIDTH_IN)
+    fig = plt.figure(figsize=(width, 1.4 * sum(heights) + 1.5), layout="constrained")
     subfigs = fig.subfigures(len(workloads), 1, height_ratios=heights, squeeze=False)[:, 0]
     for sub, workload in zip(subfigs, workloads, strict=True):
         labels, presets = shape[workload]
@@ -107,7 +113,7 @@ def latency_timeline(rl: pd.DataFrame, windows: pd.DataFrame, path: Path) -> Pat
         if shown == n_total
         else f"{shown} of {n_total} runs: the first repeat of each transport × preset"
     )
-    fig.suptitle(f"Round latency (max over ranks) over time, {which}")
+    fig.suptitle(f"Round latency (max over ranks) over time,\n{which}")
     extra = (
         Patch(facecolor=BURST_COLOR, edgecolor=BURST_COLOR, alpha=0.3,
               label="applied burst window"),

@@ -10,7 +10,7 @@ Definitions (one place, so every table agrees):
   repeats to mean ± 95% CI. Comparisons pair repeats by repeat index when both sides have the
   same repeats (same seeds, hence the same bursts), else fall back to unpaired intervals.
 - In-burst mean ratio = baseline's mean in-burst round latency / the transport's (a ratio of
-  means, not the paper's statistic); end-to-end reduction = 1 - training time / baseline's.
+  means, not the paper's statistic).
   Baselines are the labels whose transport plays "baseline" in a comparison, as run.json's
   transport_traits say (`roles`): the paper's comparison (its system vs its fixed-tolerance
   baseline) and the design's (the system vs the design card's baselines). Every ratio row says
@@ -19,8 +19,14 @@ Definitions (one place, so every table agrees):
   baseline over under the transport, paired by event on the same seed; its max over events
   is what the paper's "up to 5.88x" reports. A max has no confidence interval, so the tables
   give the number of events and seeds it is the max of.
-- Training time = rank 0's first step start to its last step end (excludes set-up), falling
-  back to run.json wall_s for a run without steps.
+- Training time `train_s` = compute plus communication: the sum of rank 0's step times
+  (run.json wall_s for a run without steps); evaluation time `eval_s` apart; the span (first
+  step start to last step end, evaluations and phase checks included) is `span_s` in runs.csv.
+  Time to accuracy = the training time until the first evaluation at or above the target,
+  TARGET_FRACTION of the exact control's final accuracy on the same recipe (`targets`).
+- Time cuts (end to end, to accuracy) = the arithmetic mean over paired seeds of
+  1 - the transport's time / the baseline's, with a t-interval; the geometric-mean cut sits
+  beside it (`*_geo`), labelled so.
 - Only runs whose status is ok are aggregated (`Runs.aggregated`): a failed, interrupted or
   still-running run measured part of an experiment (a shorter training, an earlier accuracy),
   so it appears per run (`runs`, `validity`) and is named in its group's `validity` cell
@@ -45,18 +51,19 @@ from analysis.tables.common import rejections_text, round_level
 from analysis.tables.comparisons import comparisons
 from analysis.tables.constants import (
     ADAPTIVE_MODE,
-    DEFAULT_TARGET_FRACTION,
     EVENT_QUANTILES,
     EVENT_STATS,
     FAST_EPSILON,
     GROUP,
     PHASE_AWARE,
     PUBLISHED,
+    RECIPE_FIELDS,
+    TARGET_FRACTION,
 )
 from analysis.tables.events import event_rounds, event_table
 from analysis.tables.latency import latency_table
 from analysis.tables.loss import loss_table
-from analysis.tables.metrics import default_target, run_metrics
+from analysis.tables.metrics import run_metrics
 from analysis.tables.paper import paper_comparisons, paper_table
 from analysis.tables.params import run_params
 from analysis.tables.phase import phase_ablation
@@ -64,23 +71,25 @@ from analysis.tables.probes import probe_table
 from analysis.tables.roles import Cast
 from analysis.tables.sham import sham_table
 from analysis.tables.summary import summary
+from analysis.tables.targets import accuracy_targets
 from analysis.tables.timeout import timeout_axis, timeout_reaching
 from analysis.tables.training import training_table
 from analysis.tables.validity import validity_table
 
 __all__ = [
     "ADAPTIVE_MODE",
-    "DEFAULT_TARGET_FRACTION",
     "EVENT_QUANTILES",
     "EVENT_STATS",
     "FAST_EPSILON",
     "GROUP",
     "PHASE_AWARE",
     "PUBLISHED",
+    "RECIPE_FIELDS",
+    "TARGET_FRACTION",
     "Cast",
     "build_tables",
     "comparisons",
-    "default_target",
+    "accuracy_targets",
     "event_rounds",
     "event_table",
     "latency_table",
@@ -103,7 +112,8 @@ __all__ = [
 
 
 def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.DataFrame]:
-    """Every report table, by name; target_acc None picks `default_target`.
+    """Every report table, by name; target_acc None: each run's recipe's target
+    (`accuracy_targets`), else that accuracy for every run.
 
     Group tables aggregate the ok runs only (`Runs.aggregated`); `runs` (per-run
     measurements) and `validity` list every run, with its status."""
@@ -113,8 +123,11 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
         return m[m["run_id"].isin(ok.runs["run_id"])]
 
     if target_acc is None:
-        target_acc = default_target(kept(run_metrics(runs)))
-    all_metrics = run_metrics(runs, target_acc)
+        targets = accuracy_targets(kept(run_metrics(runs)), runs.runs)
+        all_metrics = run_metrics(runs, targets["target_acc"].to_dict())
+        all_metrics["target_of"] = all_metrics["run_id"].map(targets["target_of"])
+    else:
+        all_metrics = run_metrics(runs, target_acc).assign(target_of="given")
     metrics = kept(all_metrics)
     comp = comparisons(metrics, left_out=left)
     rl = round_level(ok)
@@ -127,7 +140,7 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
         "paper": paper_table(comp, events, cast),
         "events": events,
         "timeout_axis": timeout_axis(rl, ok.bursts, events, params, cast),
-        "training": training_table(metrics, target_acc, left),
+        "training": training_table(metrics, left),
         "phase_ablation": phase_ablation(metrics, params, left),
         "loss": loss_table(metrics, left),
         "validity": validity_table(runs, all_metrics),

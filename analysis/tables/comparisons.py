@@ -1,6 +1,7 @@
-"""Each transport vs each baseline label, per comparison: in-burst mean ratio, time cuts,
-Δ accuracy. A baseline is a label whose transport plays "baseline" in a comparison (run.json's
-traits); each row says which comparison (`comparison`: "paper" | "design")."""
+"""Each transport vs each baseline label, per comparison: in-burst mean ratio, time cuts
+(arithmetic means over paired seeds, the geometric mean beside them), Δ accuracy. A baseline
+is a label whose transport plays "baseline" in a comparison (run.json's traits); each row says
+which comparison (`comparison`: "paper" | "design")."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.stats import Estimate, diff_ci, ratio_ci
+from analysis.stats import Estimate, cut_ci, diff_ci, ratio_ci
 from analysis.tables.common import (
     est_columns,
     left_of,
@@ -21,15 +22,16 @@ from analysis.tables.common import (
 from analysis.tables.roles import BASELINE, COMPARISONS, labels_in_role
 
 
-def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, bool, float]:
-    """1 - a/b of a time column (CI from the ratio's), whether repeats were paired, and the
-    largest per-seed reduction (NaN unless paired)."""
+def _reduction(a: pd.DataFrame, b: pd.DataFrame, col: str) -> tuple[Estimate, float, bool, float]:
+    """The cut 1 - a/b of a time column: its arithmetic mean over seeds with a t-interval
+    (`cut_ci`), its geometric-mean counterpart (1 - the geometric mean of a/b), whether repeats
+    were paired, and the largest per-seed cut (NaN unless paired)."""
     x, y, paired = paired_values(a, b, col)
     if not (len(x) and len(y)):
-        return nan_est(), paired, math.nan
-    r = ratio_ci(x, y, paired=paired)
+        return nan_est(), math.nan, paired, math.nan
+    geo = 1 - ratio_ci(x, y, paired=paired).mean
     best = float(np.max(1 - x / y)) if paired else math.nan
-    return Estimate(1 - r.mean, 1 - r.hi, 1 - r.lo, r.n), paired, best
+    return cut_ci(x, y, paired=paired), geo, paired, best
 
 
 def comparisons(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -48,8 +50,8 @@ def comparisons(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> 
                     continue
                 x, y, p_burst = paired_values(a, b, "burst_mean_ms")
                 burst = ratio_ci(y, x, paired=p_burst) if len(x) and len(y) else nan_est()
-                red, p_time, red_max = _reduction(a, b, "train_s")
-                tta, _, _ = _reduction(a, b, "tta_s")
+                red, red_geo, p_time, red_max = _reduction(a, b, "train_s")
+                tta, tta_geo, _, _ = _reduction(a, b, "tta_s")
                 x, y, p_acc = paired_values(a, b, "final_acc")
                 dacc = diff_ci(x, y, paired=p_acc) if len(x) and len(y) else nan_est()
                 rows.append(
@@ -58,8 +60,10 @@ def comparisons(metrics: pd.DataFrame, left_out: pd.DataFrame | None = None) -> 
                         **pair_identity(workload, preset, label, base, a, b),
                         **est_columns("burst_mean_ratio", burst),
                         **est_columns("e2e_reduction", red),
+                        "e2e_reduction_geo": red_geo,
                         "e2e_reduction_max": red_max,
                         **est_columns("tta_reduction", tta),
+                        "tta_reduction_geo": tta_geo,
                         **est_columns("acc_delta", dacc),
                         "n": burst.n or red.n,
                         "paired": p_burst and p_time,
@@ -88,10 +92,12 @@ _COMPARISON_COLUMNS = [
     "e2e_reduction",
     "e2e_reduction_lo",
     "e2e_reduction_hi",
+    "e2e_reduction_geo",
     "e2e_reduction_max",
     "tta_reduction",
     "tta_reduction_lo",
     "tta_reduction_hi",
+    "tta_reduction_geo",
     "acc_delta",
     "acc_delta_lo",
     "acc_delta_hi",

@@ -8,23 +8,13 @@ import pandas as pd
 from analysis.stats import diff_ci, mean_ci, ratio_ci
 from analysis.tables.common import est_columns, left_of, nan_est, paired_values, validity_flags
 from analysis.tables.constants import FAST_EPSILON
-from analysis.tables.roles import COMPARISONS, EXACT
+from analysis.tables.roles import EXACT, exact_control
 
 
 def _kind(m: pd.DataFrame) -> pd.Series:
     """The ablation's row order by traits: phase-aware, other ε users, exact, the rest."""
     exact = m["completion"].eq(EXACT)
     return np.select([m["phase_aware"], m["uses_epsilon"], exact], [0, 1, 2], 3)
-
-
-def _exact_reference(g: pd.DataFrame) -> str:
-    """The exact label Δ accuracy is taken against: the exact control (an exact transport that
-    takes part in no comparison) first, else any exact one; by label."""
-    exact = g[g["completion"].eq(EXACT)]
-    if exact.empty:
-        return ""
-    in_none = exact[[f"role_{c}" for c in COMPARISONS]].eq("").all(axis=1)
-    return sorted(zip(~in_none, exact["label"], strict=True))[0][1]
 
 
 def phase_ablation(
@@ -44,7 +34,7 @@ def phase_ablation(
     for (workload, preset), g in m.groupby(["workload", "preset"]):
         if not g["phase_aware"].any():
             continue
-        exact = _exact_reference(g)
+        exact = exact_control(g)
         fast = sorted(g.loc[np.isclose(g["pinned_eps"], FAST_EPSILON), "label"].unique())
         refs = {
             "acc_delta": (exact, "final_acc", diff_ci),

@@ -34,6 +34,16 @@ def labels_in_role(df: pd.DataFrame, comparison: str, role: str) -> list[str]:
     return sorted(df.loc[df[role_column(comparison)] == role, "label"].unique())
 
 
+def exact_control(df: pd.DataFrame) -> str:
+    """The label runs are held against for accuracy: the exact control (an exact transport that
+    takes part in no comparison) first, else any exact one; by label; "" without one."""
+    exact = df[df["completion"].eq(EXACT)]
+    if exact.empty:
+        return ""
+    in_none = exact[[role_column(c) for c in COMPARISONS]].eq("").all(axis=1)
+    return sorted(zip(~in_none, exact["label"], strict=True))[0][1]
+
+
 def comparison_order(comparisons: pd.Series) -> pd.Series:
     """A sort key: the paper's comparison first, then the design's."""
     return comparisons.map({c: i for i, c in enumerate(COMPARISONS)})

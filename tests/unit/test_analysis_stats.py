@@ -73,3 +73,47 @@ def test_diff_ci_paired_vs_welch():
 def test_paired_needs_equal_lengths():
     with pytest.raises(ValueError):
         diff_ci([1.0], [1.0, 2.0], paired=True)
+
+
+def test_cut_is_the_arithmetic_mean_of_paired_cuts_with_a_t_interval():
+    from analysis.stats import cut_ci, mean_ci, ratio_ci
+
+    a, b = np.array([50.0, 90.0, 80.0]), np.array([100.0, 100.0, 100.0])
+    c = cut_ci(a, b, paired=True)
+    assert c.mean == pytest.approx(np.mean([0.5, 0.1, 0.2]))
+    assert (c.lo, c.hi) == pytest.approx((mean_ci([0.5, 0.1, 0.2]).lo, mean_ci([0.5, 0.1, 0.2]).hi))
+    geo = 1 - ratio_ci(a, b, paired=True).mean  # the geometric mean cut is another number
+    assert geo != pytest.approx(c.mean)
+
+
+def test_unpaired_cut_is_one_minus_the_ratio_of_means():
+    from analysis.stats import cut_ci
+
+    c = cut_ci([40.0, 60.0], [90.0, 110.0, 100.0], paired=False)
+    assert c.mean == pytest.approx(0.5) and c.lo < 0.5 < c.hi
+
+
+def test_cluster_bootstrap_resamples_seeds_and_is_reproducible():
+    from analysis.stats import cluster_bootstrap
+
+    values = np.array([1.0, 1.1, 1.2, 2.0, 2.1, 2.2, 3.0, 3.1, 3.2])
+    seeds = np.repeat([0, 1, 2], 3)
+    lo, hi = cluster_bootstrap(values, seeds, [0.5, 1.0])
+    lo2, hi2 = cluster_bootstrap(values, seeds, [0.5, 1.0])
+    assert np.array_equal(lo, lo2) and np.array_equal(hi, hi2)  # seeded
+    assert lo[1] <= values.max() and hi[1] == pytest.approx(values.max())  # a max's top is it
+    assert lo[0] < np.median(values) < hi[0]
+    one = cluster_bootstrap(values, np.zeros(9), [0.5])
+    assert np.isnan(one[0]).all() and np.isnan(one[1]).all()  # one seed: no interval
+
+
+def test_null_of_a_max_is_the_max_of_as_many_null_values():
+    from analysis.stats import null_quantiles
+
+    null = np.arange(1.0, 101.0)  # one seed, 100 calm values 1..100
+    few = null_quantiles(null, np.zeros(100), {0: 1}, [1.0])  # a max over 1 event: any value
+    many = null_quantiles(null, np.zeros(100), {0: 50}, [1.0])  # over 50: nearly the top
+    assert few[0] == pytest.approx(95.0, abs=2.0) and many[0] == 100.0
+    again = null_quantiles(null, np.zeros(100), {0: 1}, [1.0])
+    assert again[0] == few[0]  # seeded
+    assert np.isnan(null_quantiles(null, np.zeros(100), {1: 3}, [0.5])).all()  # seed 1: none

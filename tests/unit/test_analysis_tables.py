@@ -417,3 +417,55 @@ def test_sham_shift_pairs_sham_and_none_runs_by_seed(tmp_path):
     assert row.shift == pytest.approx(0.15) and not row.faithful
     calm = [write_run(tmp_path, "x", transport="tcp", preset="none", burst_rounds=())]
     assert tables.build_tables(load_runs(calm))["sham_shift"].empty
+
+
+def _with_eval_time(d, after_step: int, seconds: float):
+    """Make the evaluation after step `after_step` take `seconds`: it and everything later
+    moves by that much, as when the worker evaluates between steps."""
+    from analysis.schema import read_table, write_table
+
+    s, e, r = (read_table(d, t) for t in ("steps", "evals", "rounds"))
+    s.loc[s["step"] > after_step, "t_start_s"] += seconds
+    e.loc[e["step"] >= after_step, "t_s"] += seconds
+    r.loc[r["round"] > after_step, ["t_start_s", "t_end_s"]] += seconds
+    for name, df in (("steps", s), ("evals", e), ("rounds", r)):
+        write_table(d, name, df)
+
+
+def test_training_time_is_compute_plus_communication_and_evaluation_apart(tmp_path):
+    d = write_run(tmp_path, "x", transport="dblp", burst_ms=60.0)
+    _with_eval_time(d, 30, 2.0)
+    m = tables.run_metrics(load_runs([d]), target_acc=0.5).iloc[0]
+    t = expected_train_s(60, 20.0, 60.0, N_BURST)
+    assert m.train_s == pytest.approx(t)  # the 2 s evaluation is not training time
+    assert m.eval_s == pytest.approx(2.0) and m.span_s == pytest.approx(t + 2.0)
+    # the target 0.5 is first reached at step 40's evaluation: the compute before it
+    assert m.tta_s == pytest.approx(0.010 * 41 + 5.0 + 0.020 * (40 - N_BURST) + 0.060 * N_BURST)
+
+
+def test_target_is_ninety_percent_of_the_exact_controls_accuracy(tmp_path):
+    dirs = [
+        write_run(tmp_path, f"{t}-{rep}", transport=t, seed=rep, final_acc=acc)
+        for rep in range(2)
+        for t, acc in (("reliable", 0.8 + 0.1 * rep), ("tcp", 0.99), ("dblp", 0.7))
+    ]
+    dirs.append(write_run(tmp_path, "calm", transport="dblp", preset="none", final_acc=0.6))
+    t = tables.build_tables(load_runs(dirs))
+    tr = t["training"].set_index(["label", "preset"])
+    # the control is `reliable` (exact, in no comparison), not tcp (exact, a design baseline)
+    assert tr.loc[("dblp", "heavy"), "target_of"] == "reliable"
+    assert tr.loc[("dblp", "heavy"), "target_acc"] == pytest.approx(0.9 * 0.85)
+    # another recipe (here: another preset) without a control has no target
+    assert tr.loc[("dblp", "none"), "target_acc"] != tr.loc[("dblp", "none"), "target_acc"]
+    assert tr.loc[("dblp", "heavy"), "tta_reached"] == 0  # 0.7 < 0.765
+
+
+def test_event_ratios_carry_seed_intervals_and_a_calm_null(three_way):
+    ok = three_way.aggregated()
+    ev = tables.event_table(tables.round_level(ok), ok.bursts)
+    e = _row(ev, label="dblp", baseline="optireduce")
+    assert e.event_ratio_max == pytest.approx(5.0)
+    assert e.event_ratio_max_lo == pytest.approx(5.0) and e.event_ratio_max_hi == pytest.approx(5.0)
+    # calm rounds take 20 ms under both: every quantile's null is 1x, from every calm pair
+    assert e.null_rounds == 3 * (59 - N_BURST)
+    assert (e.null_max_p95, e.null_p90_p95, e.null_median_p95) == pytest.approx((1.0, 1.0, 1.0))
