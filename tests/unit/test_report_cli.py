@@ -40,7 +40,15 @@ def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
     assert "1 of 6 runs UNFAITHFUL" in top and "(`hungry`)" in top
     assert "| bad | train | tcp | heavy | 0 | failed | rank 2 exited 1 |" in text
     paper = pd.read_csv(out / "tables" / "paper.csv")
-    assert set(paper["baseline"]) == {"optireduce", "tcp"}  # the design's baselines
+    # tcp's one ok run is unfaithful: left out of the aggregates unless asked for
+    assert set(paper["baseline"]) == {"optireduce"}
+    again = tmp_path / "rep2"
+    res = runner.invoke(
+        app, ["report", *map(str, dirs), "--out", str(again), "--include-unfaithful"]
+    )
+    assert res.exit_code == 0, res.output
+    both = pd.read_csv(again / "tables" / "paper.csv")
+    assert set(both["baseline"]) == {"optireduce", "tcp"}  # the design's baselines
     assert paper["published_event_ratio_max"].isna().all()  # no paper baseline ran
     row = paper[paper["baseline"] == "optireduce"].iloc[0]
     assert (row["seeds"], row["events"]) == (2, 2)  # paired by seed
