@@ -44,8 +44,10 @@ class Repairs:
         packets already waiting in a repair job or not yet sent once are skipped; at most
         REPAIR_FACTOR x the shard per (round, stage) and peer; and the repairs to a peer in a
         round never exceed AMPLIFICATION x the bytes received from it in that round (QUIC's
-        anti-amplification rule), so a NACK storm buys its sender little traffic. A NACK over
-        TCP (`--control tcp`) comes from the peer itself and answers our probe: no 3x rule."""
+        anti-amplification rule; a rank that owns nothing, a parameter server's worker, is
+        credited in the scatter with what it owes), so a NACK storm buys its sender little. A
+        NACK over TCP (`--control tcp`) comes from the peer itself, answering our probe: no 3x
+        rule."""
         q, lay = h.src, rs.layout
         if (q, h.stage) in rs.stopped:
             return  # the receiver ended that stage; an older NACK of it asks for nothing now
@@ -82,7 +84,12 @@ class Repairs:
             # stage whose peer receives a third of what it is sent, and the round never ends)
             earned = budget
         else:
-            earned = (AMPLIFICATION * int(rs.rx_bytes[q]) - int(rs.repair_bytes[q])) // pkt_bytes
+            credit = int(rs.rx_bytes[q])
+            if h.stage == wire.SCATTER and lay.length(self.me) == 0:
+                # a rank that owns nothing (a parameter server's worker) hears nothing in the
+                # scatter it owes in full: what it owes is its credit there
+                credit = max(credit, npkts * pkt_bytes)
+            earned = (AMPLIFICATION * credit - int(rs.repair_bytes[q])) // pkt_bytes
         if len(want) > min(budget, earned):
             self.reasons["repair_budget" if budget <= earned else "amplification"] += 1
             want = want[: max(0, min(budget, earned))]
