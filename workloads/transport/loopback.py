@@ -177,16 +177,19 @@ def _worker(rank: int, world: int, port: int, conn) -> None:
     )
     conn.send(("ready", rank))
     try:
-        while True:
-            case = conn.recv()
-            if case is None:
-                return
-            try:
-                conn.send(("ok", _run_case(rank, world, case)))
-            except Exception as e:  # reported to the parent, which fails the case
-                conn.send(("error", f"rank {rank}: {type(e).__name__}: {e}"))
+        _serve_cases(conn, f"rank {rank}", lambda case: _run_case(rank, world, case))
     finally:
         dist.destroy_process_group()
+
+
+def _serve_cases(conn, who: str, run) -> None:
+    """Run each case the parent sends until it sends None; an error is reported, not raised,
+    so the parent fails that case and the process stays for the next."""
+    while (case := conn.recv()) is not None:
+        try:
+            conn.send(("ok", run(case)))
+        except Exception as e:  # reported to the parent, which fails the case
+            conn.send(("error", f"{who}: {type(e).__name__}: {e}"))
 
 
 def _serve_case(workers: int, port: int, case: Case) -> RankResult:
@@ -216,14 +219,7 @@ def _server(workers: int, port: int, conn) -> None:
 
     torch.set_num_threads(1)
     conn.send(("ready", workers))
-    while True:
-        case = conn.recv()
-        if case is None:
-            return
-        try:
-            conn.send(("ok", _serve_case(workers, port, case)))
-        except Exception as e:  # reported to the parent, which fails the case
-            conn.send(("error", f"server: {type(e).__name__}: {e}"))
+    _serve_cases(conn, "server", lambda case: _serve_case(workers, port, case))
 
 
 class LoopbackJob:
