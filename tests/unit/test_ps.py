@@ -94,8 +94,8 @@ def test_a_worker_sends_everything_to_the_server_and_fills_with_the_workers_n():
 
 def test_the_announcement_round_trips_and_done_ends_the_server():
     a = Announce(1 << 20, 0.408, 7, False, True, 1234.5, None)
-    assert Announce.of(a.tensor()) == a
-    assert Announce.of(DONE.clone()) is None
+    assert Announce.of(a.frame()) == a
+    assert Announce.of(DONE) is None
 
 
 def test_the_pacing_bound_is_the_servers_link_twice_over_n_buckets():

@@ -11,10 +11,15 @@ not counted in the mean).
 
 The server is a process of its own (`python -m workloads.ps_server`) outside DDP's process
 group, which stays the N workers. It joins the transport's group of N + 1 through the job's
-rendezvous store: a Gloo group under its own key prefix. Over that group's connections, never
-through the store, rank 0 hands out the job token and, before each round, what the server
+rendezvous store: a Gloo group under its own key prefix, over whose connections (never through
+the store) rank 0 hands out the job token. Before each round worker 0 tells the server what it
 needs to mirror the round (size, ε and its id, reliable, injected loss, t_max and p50): the
-server has no gradients, no phase controller and no DDP buckets of its own.
+server has no gradients, no phase controller and no DDP buckets of its own. That announcement
+goes over a TCP connection of its own to the server's first transport port, inside the port
+range a round-aligned loss event spares with the control links (`spare_control`): Gloo's
+connections sit on ephemeral ports, and a 90% loss event on them stalled the next
+announcement for tens of seconds (TCP's backed-off retransmissions), so every hit round ran
+into its cap.
 
     ps = ParameterServer.from_process_group(addr, "dblp", config)   # a worker, after DDP's init
     ps = ParameterServer.join_as_server(addr, "dblp", config, master, port, workers=3)
@@ -24,8 +29,11 @@ server has no gradients, no phase controller and no DDP buckets of its own.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import pickle
+import socket
+import struct
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -36,6 +44,8 @@ import torch.distributed as dist
 
 from workloads.transport import wire
 from workloads.transport.config import TransportConfig
+from workloads.transport.control import HELLO, SEND_TIMEOUT_S, _read_exactly
+from workloads.transport.endpoint import port_of
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.stats import RoundStats
 from workloads.transport.tar import TransposeAllReduce
@@ -46,10 +56,7 @@ STORE_PREFIX = "ps-transport/"
 #: Bound on the transport group's operations, × the dilation: the server waits this long for
 #: the next round (a worker's evaluation or checkpoint lies between two steps' rounds).
 GROUP_TIMEOUT_S = 900.0
-#: How long closing waits for the server to take the last announcements.
-CLOSE_WAIT_S = 30.0
-_TAG = 17
-_FIELDS = 7  # n, epsilon, eps_id, reliable, inject, t_max_ms, p50_ms
+_FRAME = struct.Struct("<7d")  # n, epsilon, eps_id, reliable, inject, t_max_ms, p50_ms
 
 
 @dataclass(frozen=True)
@@ -64,16 +71,16 @@ class Announce:
     t_max_ms: float | None
     p50_ms: float | None
 
-    def tensor(self) -> torch.Tensor:
+    def frame(self) -> bytes:
         t_max = math.nan if self.t_max_ms is None else self.t_max_ms
         p50 = math.nan if self.p50_ms is None else self.p50_ms
         vals = (self.n, self.epsilon, self.eps_id, self.reliable, self.inject, t_max, p50)
-        return torch.tensor([float(v) for v in vals], dtype=torch.float64)
+        return _FRAME.pack(*(float(v) for v in vals))
 
     @classmethod
-    def of(cls, t: torch.Tensor) -> Announce | None:
-        """The announcement in `t`; None for the last one (n < 0: the workers are done)."""
-        n, eps, eps_id, rel, inj, t_max, p50 = t.tolist()
+    def of(cls, frame: bytes) -> Announce | None:
+        """The announcement in `frame`; None for the last one (n < 0: the workers are done)."""
+        n, eps, eps_id, rel, inj, t_max, p50 = _FRAME.unpack(frame)
         if n < 0:
             return None
         opt = lambda v: None if math.isnan(v) else v  # noqa: E731
@@ -81,7 +88,7 @@ class Announce:
 
 
 #: The last announcement: the workers are done, the server stops.
-DONE = torch.tensor([-1.0] + [0.0] * (_FIELDS - 1), dtype=torch.float64)
+DONE = _FRAME.pack(-1.0, *[0.0] * (_FRAME.size // 8 - 1))
 
 
 def base_store(store: Any) -> Any:
@@ -132,7 +139,9 @@ class ParameterServer(TransposeAllReduce):
         self.owner = world - 1
         super().__init__(rank, world, addrs, policy, config, job_token=job_token)
         self.group = group
-        self._sends: list[tuple[Any, torch.Tensor]] = []  # announcements not known taken
+        self.addrs, self.job_token = list(addrs), job_token
+        self._listener: socket.socket | None = None  # the server's, until worker 0 connects
+        self._link: socket.socket | None = None  # worker 0 -> server: the announcements
 
     @property
     def server(self) -> int:
@@ -206,11 +215,49 @@ class ParameterServer(TransposeAllReduce):
         addrs = [e[0] for e in every]
         ps = cls(rank, size, addrs, policy, config, job_token=int(every[0][3]), group=group)
         try:
+            if rank == workers:
+                ps._listener = socket.create_server((addrs[rank], ps._announce_port))
             group.barrier().wait()  # every member bound its sockets: no first packet is refused
+            if rank == 0:
+                ps._connect_link(timeout_s)
         except BaseException:
             ps.close()
             raise
         return ps
+
+    @property
+    def _announce_port(self) -> int:
+        """The server's first transport port, over TCP: inside the spared control range (its
+        control listener, when `--control tcp`, was closed once the peers connected)."""
+        return port_of(self.config, self.server, 0)
+
+    def _connect_link(self, timeout_s: float) -> None:
+        addr = (self.addrs[self.server], self._announce_port)
+        s = socket.create_connection(addr, timeout_s, (self.addrs[0], 0))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.settimeout(SEND_TIMEOUT_S)
+        s.sendall(HELLO.pack(self.job_token, 0))
+        self._link = s
+
+    def _accept_link(self) -> socket.socket:
+        """The server: worker 0's connection (a stray client, or one without the job's hello,
+        is refused)."""
+        assert self._listener is not None
+        self._listener.settimeout(self.config.dilation.played(GROUP_TIMEOUT_S))
+        while True:
+            s, (host, _port) = self._listener.accept()
+            s.settimeout(SEND_TIMEOUT_S)
+            try:
+                token, rank = HELLO.unpack(_read_exactly(s, HELLO.size))
+            except OSError:
+                s.close()
+                continue
+            if token == self.job_token and rank == 0 and host == self.addrs[0]:
+                self._listener.close()
+                self._listener = None
+                s.settimeout(self.config.dilation.played(GROUP_TIMEOUT_S))
+                return s
+            s.close()
 
     # ---- rounds -------------------------------------------------------------------------------
 
@@ -229,7 +276,7 @@ class ParameterServer(TransposeAllReduce):
         if self.rank == 0 and self.group is not None:
             a = Announce(len(data), epsilon, eps_id, reliable, inject_drop, self.t_max_ms,
                          self.p50_ms)  # fmt: skip
-            self._announce(a.tensor())
+            self._link.sendall(a.frame())  # sent without waiting: it sits in the TCP buffer
         return super().allreduce(
             data,
             epsilon=epsilon,
@@ -240,17 +287,14 @@ class ParameterServer(TransposeAllReduce):
             round_ends=round_ends,
         )
 
-    def _announce(self, t: torch.Tensor) -> None:
-        """Send without waiting: the server takes it when its previous round is over, and a
-        worker must not wait for that to start its own."""
-        self._sends = [(w, x) for w, x in self._sends if not w.is_completed()]
-        self._sends.append((self.group.send([t], self.server, _TAG), t))
-
     def next_round(self) -> Announce | None:
         """The server: the next round's announcement, or None when the workers are done."""
-        t = torch.zeros(_FIELDS, dtype=torch.float64)
-        self.group.recv([t], 0, _TAG).wait()
-        return Announce.of(t)
+        if self._link is None:
+            self._link = self._accept_link()
+        try:
+            return Announce.of(_read_exactly(self._link, _FRAME.size))
+        except ConnectionError:
+            return None  # worker 0 closed without its last announcement: it failed
 
     def serve(self, a: Announce) -> tuple[np.ndarray, RoundStats]:
         """The server's part of one round: reduce what the workers send, send the result back.
@@ -265,10 +309,12 @@ class ParameterServer(TransposeAllReduce):
         """Worker 0 tells the server the job is over (its callers close after the last round
         of every worker: `last_round_over`)."""
         try:
-            if self.rank == 0 and self.group is not None:
-                self._announce(DONE.clone())
-                for work, _ in self._sends:
-                    work.wait(timedelta(seconds=CLOSE_WAIT_S))
+            if self.rank == 0 and self._link is not None:
+                with contextlib.suppress(OSError):
+                    self._link.sendall(DONE)
         finally:
-            self._sends, self.group = [], None
+            for s in (self._link, self._listener):
+                if s is not None:
+                    s.close()
+            self._link = self._listener = self.group = None
             super().close()
