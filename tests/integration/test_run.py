@@ -23,7 +23,7 @@ from testbed.base.statedir import ROOT
 pytestmark = [pytest.mark.require_root, pytest.mark.slow]
 
 TESTBED = [sys.executable, "-m", "testbed.cli"]
-STEPS = "24"
+STEPS = "16"
 
 
 def _ip(*args: str) -> str:
@@ -77,10 +77,11 @@ def _run(tmp: Path, *args: str, timeout: float = 420) -> tuple[int, dict, str]:
 
 @pytest.fixture(scope="module")
 def heavy_runs(tmp_path_factory):
-    """One heavy-burst run per transport, same seed; the machine checked after each."""
+    """One heavy-burst run per transport kind (bounded loss, bounded time, exact Gloo), same
+    seed; the machine checked after each. reliable runs end to end in test_sweep_resume."""
     tmp = tmp_path_factory.mktemp("runs")
     out = {}
-    for transport in ("dblp", "optireduce", "reliable", "tcp"):
+    for transport in ("dblp", "optireduce", "tcp"):
         before = _snapshot()
         code, summary, err = _run(
             tmp, "--transport", transport, "--burst", "heavy", "--steps", STEPS, "--seed", "0"
@@ -89,7 +90,7 @@ def heavy_runs(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("transport", ["dblp", "optireduce", "reliable", "tcp"])
+@pytest.mark.parametrize("transport", ["dblp", "optireduce", "tcp"])
 def test_run_writes_a_schema_valid_folder_and_leaves_nothing(heavy_runs, transport):
     code, summary, err, before, after = heavy_runs[transport]
     assert code == 0, err[-3000:]
