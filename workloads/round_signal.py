@@ -5,7 +5,9 @@ The testbed hands the player's socket path in `DBLP_ROUND_SOCKET` only when the 
 hits rounds; without it (a calm run, torchrun by hand) there is no observer and no cost. The
 transport calls `begin(r)` before round r's timed part and `end(r)` after it (the observer
 seam of TransposeAllReduce and the tcp hook), so the handshake never counts in a round's
-latency. A calm round costs one datagram each way; a hit round waits until its loss is on.
+latency. A calm round costs one datagram each way. A hit round is a barrier at both ends: its
+begin waits until every rank has begun it and its loss is on, its end until every rank has
+ended it and its loss is off, so no rank's traffic between rounds (a Gloo broadcast) meets it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class RoundSignal:
         self.sock.settimeout(timeout_s)
         self._begun: int | None = None
         self._ended: int | None = None
+        self._hit: int | None = None  # the round the player said is hit
         self.timeouts = 0
 
     @classmethod
@@ -55,16 +58,9 @@ class RoundSignal:
             return
         self._begun = r
         self.sock.sendto(f"begin {r} {self.rank}".encode(), self.player)
-        while True:
-            try:
-                data = self.sock.recv(64)
-            except TimeoutError:
-                self.timeouts += 1
-                msg = f"rank {self.rank}: no ack for round {r} in {self.timeout_s:g} s; going on"
-                print(msg, file=sys.stderr, flush=True)
-                return
-            if data == f"ack {r}".encode():
-                return
+        reply = self._await({f"ack {r}", f"ack {r} hit"}, f"no ack for round {r}")
+        if reply == f"ack {r} hit":
+            self._hit = r
 
     def end(self, r: int) -> None:
         """Round r is over on this rank (once per round)."""
@@ -72,6 +68,22 @@ class RoundSignal:
             return
         self._ended = r
         self.sock.sendto(f"end {r} {self.rank}".encode(), self.player)
+        if self._hit == r:
+            self._await({f"off {r}"}, f"round {r}'s loss not off")
+
+    def _await(self, replies: set[str], what: str) -> str | None:
+        """The first of `replies` the player sends (others are stale: ignored); None, said on
+        stderr, after `timeout_s`: a dead player must not hang the run."""
+        while True:
+            try:
+                data = self.sock.recv(64).decode(errors="replace")
+            except TimeoutError:
+                self.timeouts += 1
+                print(f"rank {self.rank}: {what} in {self.timeout_s:g} s; going on",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                return None
+            if data in replies:
+                return data
 
     def close(self) -> None:
         self.sock.close()

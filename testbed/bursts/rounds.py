@@ -8,13 +8,20 @@ socket in the run's state dir (a path, unlike an abstract name, is reachable fro
 namespace; the player runs in the root one). The protocol, one ASCII datagram each:
 
     rank -> player   "begin R RANK"   before round R's timed part, then waits for the ack
-    player -> rank   "ack R"          at once for a calm round; for a hit one once its loss is on
+    player -> rank   "ack R"          at once for a calm round
+    player -> rank   "ack R hit"      for a hit round, once every rank began R and its loss is on
     rank -> player   "end R RANK"     after round R; the loss goes off when every rank has ended R
+    player -> rank   "off R"          a hit round's loss is off: the rank that waits for it goes on
 
-`RoundGate` decides (pure); `RoundPlayer` owns the socket and the thread. The gate also keeps
-rounds apart: a hit round's loss goes on only once every rank has ended the round before, and
-no rank begins a later round while it is on, so the window covers the hit round and no other.
-A calm round costs one datagram each way.
+`RoundGate` decides (pure); `RoundPlayer` owns the socket and the thread. The gate keeps the
+loss on the hit round and nothing else: it goes on only once every rank has begun the round
+(so every rank has ended the round before, and none is still in a collective of its own
+between rounds, such as the phase controller's Gloo broadcast), it goes off once every rank has
+ended it, and no rank leaves a hit round, nor begins a later one, while it is on. Without the
+begin barrier two ranks that began a hit round early switched the loss on while the other two
+were still in the step's Gloo broadcast: 90% loss on that TCP connection, kept on because those
+ranks never reached the round, stalled it until Gloo's 240 s timeout (mlt, `paper-90`). A calm
+round costs one datagram each way.
 """
 
 from __future__ import annotations
@@ -42,8 +49,9 @@ SOCKET_NAME = "rounds.sock"
 class RoundGate:
     """Which begins to acknowledge and when the loss goes on and off, message by message.
 
-    `begin`/`end` return actions in order: ("on", r), ("off", r), ("ack", reply_to, r). The
-    caller switches the loss for "on"/"off" before it sends the acks that follow.
+    `begin`/`end` return actions in order: ("on", r), ("off", r), ("ack", reply_to, r, hit)
+    and ("left", reply_to, r), a rank that ended the hit round r released once its loss is
+    off. The caller switches the loss for "on"/"off" before it sends the replies that follow.
     """
 
     world: int
@@ -51,20 +59,25 @@ class RoundGate:
     ended: dict[int, int] = field(default_factory=dict)  # rank -> last round it ended
     open: int | None = None  # the hit round whose loss is on
     done: set[int] = field(default_factory=set)  # hit rounds whose loss went on and off
-    waiting: list[tuple[object, int]] = field(default_factory=list)  # (reply_to, round)
+    waiting: list[tuple[object, int, int]] = field(default_factory=list)  # (reply_to, rank, r)
+    leaving: list[tuple[object, int]] = field(default_factory=list)  # ended the open round
 
     def _all_ended(self, r: int) -> bool:
         return r < 0 or (len(self.ended) == self.world and min(self.ended.values()) >= r)
 
-    def begin(self, reply_to: object, r: int) -> list[tuple]:
-        self.waiting.append((reply_to, r))
+    def begin(self, reply_to: object, rank: int, r: int) -> list[tuple]:
+        self.waiting.append((reply_to, rank, r))
         return self._release()
 
-    def end(self, rank: int, r: int) -> list[tuple]:
+    def end(self, reply_to: object, rank: int, r: int) -> list[tuple]:
         self.ended[rank] = max(r, self.ended.get(rank, r))
+        if r == self.open:
+            self.leaving.append((reply_to, r))
         out: list[tuple] = []
         if self.open is not None and self._all_ended(self.open):
             out.append(("off", self.open))
+            out += [("left", reply_to_, r_) for reply_to_, r_ in self.leaving]
+            self.leaving = []
             self.done.add(self.open)
             self.open = None
         return out + self._release()
@@ -72,17 +85,20 @@ class RoundGate:
     def _release(self) -> list[tuple]:
         out: list[tuple] = []
         still = []
-        for reply_to, r in sorted(self.waiting, key=lambda w: w[1]):
+        began: dict[int, set[int]] = {}
+        for _, rank, r in self.waiting:
+            began.setdefault(r, set()).add(rank)
+        for reply_to, rank, r in sorted(self.waiting, key=lambda w: w[2]):
             if self.open is not None and r != self.open:
-                still.append((reply_to, r))  # a later round waits for the window to close
+                still.append((reply_to, rank, r))  # a later round waits for the window to close
                 continue
             if r in self.hits and r not in self.done and self.open is None:
-                if not self._all_ended(r - 1):
-                    still.append((reply_to, r))  # a rank is still in the round before
+                if len(began[r]) < self.world or not self._all_ended(r - 1):
+                    still.append((reply_to, rank, r))  # a rank is not in the round yet
                     continue
                 out.append(("on", r))
                 self.open = r
-            out.append(("ack", reply_to, r))
+            out.append(("ack", reply_to, r, r == self.open))
         self.waiting = still
         return out
 
@@ -133,9 +149,9 @@ class RoundPlayer:
         except ValueError:
             return  # not ours: ignore, as the transport ignores a stray datagram
         if what == "begin" and addr:
-            actions = self.gate.begin(addr, r)
+            actions = self.gate.begin(addr, rank, r)
         elif what == "end":
-            actions = self.gate.end(rank, r)
+            actions = self.gate.end(addr, rank, r)
         else:
             return
         for act in actions:
@@ -144,9 +160,10 @@ class RoundPlayer:
                     (self._on if act[0] == "on" else self._off)(act[1])
                 except Exception as e:  # noqa: BLE001 - the ranks go on; close() reports it
                     self.error = self.error or e
-            else:
-                with contextlib.suppress(OSError):  # a rank that gave up and left
-                    self.sock.sendto(f"ack {act[2]}".encode(), act[1])
+            elif act[1]:  # a rank that gave up and left, or one that sent from no address
+                reply = f"off {act[2]}" if act[0] == "left" else f"ack {act[2]}" + " hit" * act[3]
+                with contextlib.suppress(OSError):
+                    self.sock.sendto(reply.encode(), act[1])
 
     def close(self) -> None:
         """Stop serving and remove the socket; raises what failed in the thread."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+
 from testbed.base.terminal import RunsProgress, console, print_table
 from testbed.spec import RunSpec
 from testbed.sweeps import sweep_plan
@@ -99,7 +101,7 @@ def report_plan(
 
     rep = write_report(dirs, report_dir if report_dir is not None else out_dir / "report")
     for w in rep.warnings:
-        out.print(f"[bold red]WARNING[/bold red] {w}")
+        out.print(f"[bold red]WARNING[/bold red] {escape(w)}")  # a worker's error has brackets
     print_table(rep.headline_title, rep.headline)
     out.print(f"report: {rep.path}")
     return rep
