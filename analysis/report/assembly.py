@@ -13,6 +13,7 @@ from analysis.figures import make_figures
 from analysis.load import load_runs
 from analysis.report.columns import markdown, view
 from analysis.report.formatting import fmt_ratio
+from analysis.report.paper_section import paper_tables_section
 from analysis.report.prose import definitions, null_sentences
 from analysis.report.sections import (
     EVENTS_SECTION,
@@ -143,6 +144,7 @@ def write_report(
         tables["events"], EVENT_VIEW, ["comparison", "preset", "baseline", "label"]
     )
     lines += ["CSV: [tables/events.csv](tables/events.csv)", ""]
+    lines += paper_tables_section(tables)
     lines += timeout_section(tables["timeout_axis"], figures.get("timeout_axis"), out_dir)
     lines += ["## Training time and accuracy", ""]
     lines += by_workload(tables["training"], TRAINING_VIEW, ["preset", "label"])

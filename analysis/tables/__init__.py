@@ -37,6 +37,11 @@ Definitions (one place, so every table agrees):
 - CSV columns are numbers or text, never both: a quantile column holds the quantile, or the
   maximum when there were too few samples, and its `*_rule` column says which.
 
+- The paper's own tables (`paper_tables`): the burst round with the tail (p99 and max of
+  every round) and the average (Tables II–VI), training time over the paper system's with the
+  share of rounds hit (Table VIII, the dose-response), and final accuracy as non-inferiority
+  against the exact control with a 1-point margin (Table IX).
+
 Layout: `constants` (names every table agrees on), `roles` (who is who, from run.json's
 traits and preset roles), `common` (`round_level` and the helpers of a
 group row), `metrics` (per-run quantities), then a module per table family; `build_tables` here.
@@ -65,6 +70,11 @@ from analysis.tables.latency import latency_table
 from analysis.tables.loss import loss_table
 from analysis.tables.metrics import run_metrics
 from analysis.tables.paper import paper_comparisons, paper_table
+from analysis.tables.paper_tables import (
+    burst_latency_table,
+    noninferiority_table,
+    normalised_time_table,
+)
 from analysis.tables.params import run_params
 from analysis.tables.phase import phase_ablation
 from analysis.tables.probes import probe_table
@@ -88,6 +98,9 @@ __all__ = [
     "TARGET_FRACTION",
     "Cast",
     "build_tables",
+    "burst_latency_table",
+    "noninferiority_table",
+    "normalised_time_table",
     "comparisons",
     "accuracy_targets",
     "event_rounds",
@@ -139,6 +152,9 @@ def build_tables(runs: Runs, target_acc: float | None = None) -> dict[str, pd.Da
         "comparisons": comp,
         "paper": paper_table(comp, events, cast),
         "events": events,
+        "burst_latency": burst_latency_table(rl, ok.bursts),
+        "normalised_time": normalised_time_table(metrics),
+        "noninferiority": noninferiority_table(metrics),
         "timeout_axis": timeout_axis(rl, ok.bursts, events, params, cast),
         "training": training_table(metrics, left),
         "phase_ablation": phase_ablation(metrics, params, left),

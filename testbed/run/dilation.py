@@ -15,9 +15,11 @@ t0 (the first step, the schedule's t = 0) for every table, so bursts still line 
 A column's unit is its name's: `*_s` a CLOCK_MONOTONIC timestamp, `*_ms` a duration, `mbps` a
 rate (analysis/schema.py); the rest are counts and fractions.
 
-`--dilation auto` picks D before the run: CALIBRATION_ROUNDS rounds of the run's own all-reduce
-size, no bursts, at each of CALIBRATION_DILATIONS, judged by `analysis.fidelity.judge_run`; the
-smallest faithful D wins (`choose`).
+`--dilation auto` picks D before the run: a short run of the run's own shape without bursts
+(an all-reduce: CALIBRATION_ROUNDS rounds of its size; a training run: CALIBRATION_STEPS steps of
+its model, batch and workers, since its compute competes with its transport for the cores) at
+each of CALIBRATION_DILATIONS, judged by `analysis.fidelity.judge_run`; the smallest faithful D
+wins (`choose`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ __all__ = [
 #: The dilations `auto` tries, smallest first; the largest is also the fallback.
 CALIBRATION_DILATIONS = (1.0, 2.0, 4.0, 8.0)
 CALIBRATION_ROUNDS = 10
+#: A training shape calibrates on this many steps of itself: an all-reduce of its gradient's
+#: size passed MNIST-1D training at D = 1, whose calm rounds then ran at 1.55-1.75x their
+#: pacing bound with four ranks computing on two cores (unfaithful). 20 steps give 20 calm
+#: rounds per rank, the verdict's MIN_CALM_ROUNDS, before the first evaluation of the models here.
+CALIBRATION_STEPS = 20
 #: Where a run keeps its calibration runs.
 CALIBRATION_DIR = "calibration"
 
@@ -91,19 +98,14 @@ def undilate_run(run_dir: Path, dilation: float, t0: float) -> list[str]:
 
 
 def calibration_spec(spec: Any, dilation: float) -> Any:
-    """The short run that tells whether `spec` is faithful at `dilation`: its network, MTU,
-    transport and all-reduce size (training: `size_mib`, ~ the digits CNN's 4 MB of gradients),
-    CALIBRATION_ROUNDS rounds, no bursts; ε's schedule is the allreduce's default (the paper's
-    switches at epoch starts, which an allreduce has not)."""
-    data = spec.model_dump() | {
-        "phase": type(spec).model_fields["phase"].default,
-        "workload": "allreduce",
-        "rounds": CALIBRATION_ROUNDS,
-        "burst": "none",
-        "dilation": dilation,
-        "run_id": f"D{dilation:g}",
-        "label": None,
-    }
+    """The short run that tells whether `spec` is faithful at `dilation`, without bursts: a
+    training run's first CALIBRATION_STEPS steps (its model, batch, workers, transport and ε
+    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size."""
+    common = {"burst": "none", "dilation": dilation, "run_id": f"D{dilation:g}", "label": None}
+    if spec.workload == "train":
+        steps = min(spec.steps or CALIBRATION_STEPS, CALIBRATION_STEPS)
+        return type(spec).model_validate(spec.model_dump() | common | {"steps": steps})
+    data = spec.model_dump() | common | {"workload": "allreduce", "rounds": CALIBRATION_ROUNDS}
     return type(spec).model_validate(data)
 
 

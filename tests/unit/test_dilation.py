@@ -139,7 +139,7 @@ def test_auto_chooses_the_smallest_faithful_d():
 def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkeypatch):
     import analysis.fidelity
 
-    spec = RunSpec(workload="train", burst="heavy", size_mib=2.0, mtu=9000, label="x")
+    spec = RunSpec(workload="allreduce", burst="heavy", size_mib=2.0, mtu=9000, label="x")
     ran = []
 
     def run(s, out_dir):
@@ -189,10 +189,13 @@ def test_the_cost_line_counts_ds_calibrations_and_verdicts(tmp_path):
 
 
 @pytest.mark.parametrize("transport", ["dblp", "mlt"])
-def test_a_paper_phase_training_run_calibrates_with_a_valid_allreduce(transport):
-    """The calibration is an allreduce; the paper's ε schedule (epoch starts) is a training
-    one, so the calibration takes the allreduce's default rather than failing validation."""
-    spec = RunSpec(workload="train", transport=transport, phase="paper")
+def test_a_training_run_calibrates_with_its_own_first_steps(transport):
+    """A training shape's compute competes with its transport for the cores, so it calibrates
+    on its own steps (model, batch, ε schedule kept), not on an all-reduce of its size."""
+    spec = RunSpec(workload="train", transport=transport, phase="paper", model="mnist1d",
+                   batch_size=64, burst="paper-90", label="x")  # fmt: skip
     calib = dilation.calibration_spec(spec, 2.0)
-    assert (calib.workload, calib.dilation, calib.burst) == ("allreduce", 2.0, "none")
-    assert calib.phase == RunSpec.model_fields["phase"].default
+    assert (calib.workload, calib.dilation, calib.burst) == ("train", 2.0, "none")
+    assert (calib.model, calib.batch_size, calib.phase) == ("mnist1d", 64, "paper")
+    assert calib.steps == dilation.CALIBRATION_STEPS and calib.label is None
+    assert dilation.calibration_spec(spec.model_copy(update={"steps": 8}), 1.0).steps == 8
