@@ -13,9 +13,9 @@ aggregation->core uplinks *and* one worker's edge downlink). Magnitude units dep
 - ``delay``: added one-way delay in ms (netem only).
 
 A stream with ``align = "round"`` has no arrival process: its events hit whole rounds of the
-run (``[rounds]``: how many, drawn per run from the seed), switched on when the round starts
-and off when every rank has finished it (the paper's one-round loss events; see
-``bursts/rounds.py``).
+run (``[rounds]``: how many, 2-3 isolated ones or a fraction of them, drawn per run from the
+seed), switched on when the round starts and off when every rank has finished it (the paper's
+one-round loss events; see ``bursts/rounds.py``).
 
 A preset also says what it is for, ``role``: ``"burst"`` (the default), ``"calm"`` (the
 burst-free reference, ``none``) or ``"control"`` (``sham``); run.json records it as
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -121,17 +122,40 @@ class Gilbert(_Frozen):
 
 
 class RoundPlan(_Frozen):
-    """Which rounds a round-aligned stream hits: ``count`` = [least, most] events per run, at
-    seeded rounds after the first ``skip`` (the reliable warm-up round), never two adjacent."""
+    """Which rounds a round-aligned stream hits, at seeded rounds after the first ``skip`` (the
+    reliable warm-up round); exactly one of
 
-    count: tuple[int, int] = Field(default=(2, 3))
+    - ``count`` = [least, most] events per run, never two adjacent (each hit round has calm
+      neighbours), the paper's 2-3 one-round events (the default when neither is given);
+    - ``fraction`` f of the eligible rounds, round(f x (rounds - skip)) of them, adjacent ones
+      allowed: the dose-response presets, where 6-60% of a run's rounds are hit.
+    """
+
+    count: tuple[int, int] | None = None
+    fraction: float | None = Field(default=None, gt=0, le=0.9)
     skip: int = Field(default=1, ge=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _count_by_default(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("count") is None and data.get("fraction") is None:
+            return {**data, "count": (2, 3)}
+        return data
+
     @model_validator(mode="after")
-    def _ordered(self) -> RoundPlan:
-        if not 1 <= self.count[0] <= self.count[1]:
+    def _one_rule(self) -> RoundPlan:
+        if self.count is not None and self.fraction is not None:
+            raise ValueError("fraction: give count or fraction, not both")
+        if self.count is not None and not 1 <= self.count[0] <= self.count[1]:
             raise ValueError("count: [least, most] with 1 <= least <= most")
         return self
+
+    def most_hits(self, total: int | None) -> int:
+        """An upper bound on the rounds hit in a run of ``total`` rounds (0 when unknown: a
+        fraction plan cannot be generated without the run's round count)."""
+        if self.count is not None:
+            return self.count[1]
+        return 0 if total is None else math.ceil(self.fraction * max(total - self.skip, 0))
 
 
 class Stream(_Frozen):
@@ -230,6 +254,10 @@ def _hashed(s: Stream) -> dict:
             d.pop(name)
     if not s.spare_control:
         d.pop("spare_control")  # hashes predate it
+    if s.rounds is not None:
+        for name in ("count", "fraction"):  # hashes predate fraction; a plan holds one of them
+            if d["rounds"][name] is None:
+                d["rounds"].pop(name)
     return d
 
 
@@ -238,24 +266,27 @@ def _hashed(s: Stream) -> dict:
 MAX_EVENTS = 500_000
 
 
-def check_event_bound(preset: Preset, duration_s: float) -> None:
+def check_event_bound(preset: Preset, duration_s: float, rounds: int | None = None) -> None:
     """Refuse a schedule too long to generate: PresetError names the limit and the stream.
 
     Counted before any event exists: per stream, bursts <= span / min_gap_s + 1, each with
-    duration_s / step_s Gilbert–Elliott steps and one event per target."""
+    duration_s / step_s Gilbert–Elliott steps and one event per target; a round-aligned
+    stream makes one event per hit round (of the run's ``rounds``) and target."""
     total = 0.0
     for i, s in enumerate(preset.streams):
-        if s.align == "round":  # a handful of events whatever the length
-            total += s.rounds.count[1] * len(s.targets)
-            continue
-        bursts = max(0.0, duration_s - s.arrival.start_s) / s.arrival.min_gap_s + 1
-        steps = s.duration_s / s.gilbert.step_s + 1 if s.gilbert else 1
-        total += bursts * steps * len(s.targets)
+        if s.align == "round":
+            total += s.rounds.most_hits(rounds) * len(s.targets)
+            over = f"{rounds} rounds of the run"
+        else:
+            bursts = max(0.0, duration_s - s.arrival.start_s) / s.arrival.min_gap_s + 1
+            steps = s.duration_s / s.gilbert.step_s + 1 if s.gilbert else 1
+            total += bursts * steps * len(s.targets)
+            over = f"{duration_s:g} s of schedule"
         if total > MAX_EVENTS:
+            gap = "" if s.align == "round" else f" (min_gap_s {s.arrival.min_gap_s:g})"
             raise PresetError(
-                f"streams[{i}]: over {duration_s:g} s of schedule this preset makes more than "
-                f"MAX_EVENTS = {MAX_EVENTS:,} events (min_gap_s {s.arrival.min_gap_s:g}); "
-                "use a shorter run or rarer bursts"
+                f"streams[{i}]: over {over} this preset makes more than "
+                f"MAX_EVENTS = {MAX_EVENTS:,} events{gap}; use a shorter run or rarer bursts"
             )
 
 

@@ -70,7 +70,7 @@ def plan(spec: RunSpec, dilation: float | None = None, dilation_reason: str = "g
     if preset.round_aligned and spec.workload not in WORKER_WORKLOADS:
         raise SpecError("burst", f"{preset.name} hits rounds; the {spec.workload} probe has none")
     try:
-        presets.check_event_bound(preset, span_s)
+        presets.check_event_bound(preset, span_s, run_rounds(spec))
         # a parameter server is a receiving host like the workers: its downlink is one of
         # all_worker_downlinks (stage 1's flows cross it) and no incast sender lands on it
         receivers = [*hosts, *([server] if server else [])]

@@ -45,6 +45,8 @@ def list_presets() -> None:
 
 def _stream_text(s: presets.Stream) -> str:
     if s.align == "round":
+        if s.rounds.fraction is not None:
+            return f"{s.kind} {s.magnitude:g} for one round, {s.rounds.fraction:.0%} of the rounds"
         least, most = s.rounds.count
         return f"{s.kind} {s.magnitude:g} for one round, {least}-{most} rounds a run"
     return (
@@ -73,12 +75,13 @@ def show(
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
-    try:
-        presets.check_event_bound(p, duration)
-    except ValueError as e:
-        typer.echo(f"error: --duration: {e}", err=True)
-        raise typer.Exit(2) from e
     topo, spec = make_topology(**fields)
+    try:
+        presets.check_event_bound(p, duration, spec.rounds)
+    except ValueError as e:
+        flag = "--rounds" if p.round_aligned else "--duration"
+        typer.echo(f"error: {flag}: {e}", err=True)
+        raise typer.Exit(2) from e
     try:
         workers = schedule.place_workers(topo, spec.workers)
         events = schedule.generate(p, topo, workers, duration, seed, rounds=spec.rounds)
