@@ -192,6 +192,9 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "rejected": int(sum(info.rejections.values())),
         "wall_s": info.wall_s,
         "t0_s": info.t0_s,
+        "git_commit": info.git_commit,
+        "git_dirty": info.git_dirty,
+        "started_s": info.realtime_anchor_s,  # wall clock (epoch s) when the run began
         "dir": str(run_dir),
         "spec": dict(info.spec),
         "transport_params": dict(info.transport_params),

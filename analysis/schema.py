@@ -263,6 +263,8 @@ class RunInfo(BaseModel):
     spec: dict[str, Any] = Field(default_factory=dict)
     spec_hash: str = ""
     versions: dict[str, str] = Field(default_factory=dict)
+    # The source tree the run was made from (testbed/base/sourcetree.py): HEAD, and whether
+    # tracked files differed from it; the report flags dirty runs and runs of older commits
     git_commit: str = ""
     git_dirty: bool = False
     kernel: str = ""

@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis.fidelity import CALM_BOUND_MAX, LATE_OF_ROUND, SHAM_SHIFT_MAX, UNFAITHFUL_SHARE
 from analysis.load import Runs, mixed_specs
+from analysis.provenance import Provenance, provenance
 from analysis.report.columns import markdown, view
 from analysis.report.formatting import fmt_factor
 from analysis.report.views import SHAM_VIEW, VALIDITY_VIEW
@@ -69,6 +70,7 @@ def run_warnings(runs: Runs) -> list[str]:
             f"{k} of {n} runs oversubscribed (more workers than cores)"
             + ("" if k == n else f" ({_names(ids)})")
         )
+    out += _provenance_warnings(provenance(r), n)
     k, ids = of(r["rejected"] > 0)
     if k:
         total = int(r["rejected"].sum())
@@ -97,6 +99,57 @@ def run_warnings(runs: Runs) -> list[str]:
             + "; ".join(mixed)
         )
     return out
+
+
+def _short(commit: str) -> str:
+    return f"`{commit[:10]}`" if commit else "none recorded"
+
+
+def _provenance_warnings(prov: Provenance, n: int) -> list[str]:
+    out = []
+    k = len(prov.dirty)
+    if k:
+        out.append(
+            f"{k} of {n} runs made from a DIRTY tree (uncommitted changes: no commit says what "
+            "code made them)" + ("" if k == n else f" ({_names(prov.dirty)})")
+        )
+    k = len(prov.other)
+    if k:
+        out.append(
+            f"{k} of {n} runs made from a commit other than the newest among the runs, "
+            f"{_short(prov.newest)} ({_names(prov.other)})"
+        )
+    return out
+
+
+def provenance_lines(runs: Runs) -> list[str]:
+    """The Validity section's provenance: the newest commit, and every run made from a dirty
+    tree or from another commit, named and counted."""
+    prov = provenance(runs.runs)
+    n = len(runs.runs)
+    lines = [
+        "### Provenance",
+        "",
+        "Each run.json records the commit the run was made from (`git_commit`) and whether "
+        "tracked files differed from it (`git_dirty`). A run from a dirty tree, or from "
+        "another commit than the newest among these runs, measured code this report cannot "
+        "name.",
+        "",
+    ]
+    if not prov.newest:
+        lines += ["No run recorded its commit, so nothing ties these runs to any code.", ""]
+    elif not prov.flagged:
+        return lines + [f"All {n} runs were made from commit {_short(prov.newest)}, clean.", ""]
+    else:
+        how = f" (by {prov.rule})" if prov.rule else ""
+        lines += [f"The newest commit among the runs: {_short(prov.newest)}{how}.", ""]
+    if prov.dirty:
+        named = ", ".join(f"`{i}`" for i in prov.dirty)
+        lines += [f"- {len(prov.dirty)} of {n} runs from a dirty tree: {named}"]
+    if prov.other:
+        named = ", ".join(f"`{i}` ({_short(prov.commit_of[i])})" for i in prov.other)
+        lines += [f"- {len(prov.other)} of {n} runs from another commit: {named}"]
+    return lines + ([""] if prov.flagged else [])
 
 
 def dilation_line(runs: Runs) -> str:
@@ -153,7 +206,7 @@ def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
     if mixed:
         lines += ["Groups whose runs differ in more than the seed:", ""]
         lines += [f"- {m}" for m in mixed] + [""]
-    return lines
+    return lines + provenance_lines(runs)
 
 
 # ---------------------------------------------------------------------------- report

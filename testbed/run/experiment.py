@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import platform
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import schema
+from testbed.base.sourcetree import source_tree
 from testbed.run import execute, results
 from testbed.run.autodilation import learn_from
 from testbed.run.lifecycle import _CLOSING, _MERGE, _RUN, Interrupted, _Signals, final_status
@@ -39,18 +39,6 @@ class RunOutcome:
     run_dir: Path | None
     summary: dict = field(default_factory=dict)
     reason: str = ""
-
-
-def _git() -> tuple[str, bool]:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(execute.REPO), *args], capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-
-    try:
-        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.TimeoutExpired):
-        return "", False
 
 
 def run_experiment(
@@ -77,7 +65,7 @@ def _run_signalled(
     out_root = Path(out_root or spec.out)
     run_id = run_id or spec.run_id or results.new_run_id(spec.spec_hash())
     run_dir = results.create_run_dir(out_root, run_id)  # SpecError: nothing built yet
-    commit, dirty = _git()
+    tree = source_tree()
     workers = spec.workload in WORKER_WORKLOADS
     info = schema.RunInfo(
         run_id=run_id,
@@ -92,8 +80,8 @@ def _run_signalled(
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash(),
         versions=versions(),
-        git_commit=commit,
-        git_dirty=dirty,
+        git_commit=tree.commit,
+        git_dirty=tree.dirty,
         kernel=platform.release(),
         nproc=os.cpu_count() or 0,
         monotonic_anchor_s=time.monotonic(),

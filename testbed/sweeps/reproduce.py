@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from testbed.base.terminal import wall_time
+from testbed.sweeps.clean_tree import refuse_dirty_tree
 
 #: The MNIST-1D CNN's gradient (workloads/models.py, Mnist1dCNN): one DDP bucket, in MiB.
 GRADIENT_MIB = 137_674 * 4 / 2**20
@@ -107,11 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
     ap.add_argument("--repeats", type=int, default=3, help="seeds per variant (default 3)")
     ap.add_argument("--quick", action="store_true", help="fewer rounds/steps (a smoke test)")
+    ap.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="start from a tree with uncommitted changes (recorded in OUT/allow-dirty.log)",
+    )
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats: at least 1")
     if os.geteuid() != 0:
         print("make reproduce needs root (network namespaces, tc): run it as root")
+        return 2
+    refusal = refuse_dirty_tree(args.out, args.allow_dirty)
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 2
     from testbed.sweeps.sweep_runner import report_plan, run_plan
 
