@@ -5,9 +5,10 @@ The testbed hands the player's socket path in `DBLP_ROUND_SOCKET` only when the 
 hits rounds; without it (a calm run, torchrun by hand) there is no observer and no cost. The
 transport calls `begin(r)` before round r's timed part and `end(r)` after it (the observer
 seam of TransposeAllReduce and the tcp hook), so the handshake never counts in a round's
-latency. A calm round costs one datagram each way. A hit round is a barrier at both ends: its
-begin waits until every rank has begun it and its loss is on, its end until every rank has
-ended it and its loss is off, so no rank's traffic between rounds (a Gloo broadcast) meets it.
+latency. A calm round costs one datagram each way. A hit round begins as a barrier: its begin
+waits until every rank has begun it and its loss is on, so no rank still between rounds (in a
+Gloo broadcast) meets the loss. Its end is not one: a rank held there could not serve the
+repairs its slower peers still need from it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ class RoundSignal:
         self.sock.settimeout(timeout_s)
         self._begun: int | None = None
         self._ended: int | None = None
-        self._hit: int | None = None  # the round the player said is hit
         self.timeouts = 0
 
     @classmethod
@@ -58,9 +58,7 @@ class RoundSignal:
             return
         self._begun = r
         self.sock.sendto(f"begin {r} {self.rank}".encode(), self.player)
-        reply = self._await({f"ack {r}", f"ack {r} hit"}, f"no ack for round {r}")
-        if reply == f"ack {r} hit":
-            self._hit = r
+        self._await({f"ack {r}", f"ack {r} hit"}, f"no ack for round {r}")
 
     def end(self, r: int) -> None:
         """Round r is over on this rank (once per round)."""
@@ -68,8 +66,6 @@ class RoundSignal:
             return
         self._ended = r
         self.sock.sendto(f"end {r} {self.rank}".encode(), self.player)
-        if self._hit == r:
-            self._await({f"off {r}"}, f"round {r}'s loss not off")
 
     def _await(self, replies: set[str], what: str) -> str | None:
         """The first of `replies` the player sends (others are stale: ignored); None, said on

@@ -11,17 +11,19 @@ namespace; the player runs in the root one). The protocol, one ASCII datagram ea
     player -> rank   "ack R"          at once for a calm round
     player -> rank   "ack R hit"      for a hit round, once every rank began R and its loss is on
     rank -> player   "end R RANK"     after round R; the loss goes off when every rank has ended R
-    player -> rank   "off R"          a hit round's loss is off: the rank that waits for it goes on
 
-`RoundGate` decides (pure); `RoundPlayer` owns the socket and the thread. The gate keeps the
-loss on the hit round and nothing else: it goes on only once every rank has begun the round
-(so every rank has ended the round before, and none is still in a collective of its own
-between rounds, such as the phase controller's Gloo broadcast), it goes off once every rank has
-ended it, and no rank leaves a hit round, nor begins a later one, while it is on. Without the
-begin barrier two ranks that began a hit round early switched the loss on while the other two
-were still in the step's Gloo broadcast: 90% loss on that TCP connection, kept on because those
-ranks never reached the round, stalled it until Gloo's 240 s timeout (mlt, `paper-90`). A calm
-round costs one datagram each way.
+`RoundGate` decides (pure); `RoundPlayer` owns the socket and the thread. The loss goes on only
+once every rank has begun the hit round (so every rank has ended the round before, and none is
+still in a collective of its own between rounds, such as the phase controller's Gloo
+broadcast), it goes off once every rank has ended it, and no rank begins a later round while it
+is on. Without that begin barrier two ranks that began a hit round early switched the loss on
+while the other two were still in the step's Gloo broadcast: 90% loss on that TCP connection,
+kept on because those ranks never reached the round, stalled it until Gloo's 240 s timeout
+(mlt, `paper-90`). The end is no barrier: a rank held at the end of a hit round until the loss
+was off could not serve the repairs its slower peers still needed from it, and both waited
+(mlt, `dose-60`: two ranks stuck in the round until the other two gave up after 120 s). A rank
+that leaves a hit round early may meet its loss in its next Gloo message, which TCP repairs once
+the last rank ends the round. A calm round costs one datagram each way.
 """
 
 from __future__ import annotations
@@ -49,9 +51,8 @@ SOCKET_NAME = "rounds.sock"
 class RoundGate:
     """Which begins to acknowledge and when the loss goes on and off, message by message.
 
-    `begin`/`end` return actions in order: ("on", r), ("off", r), ("ack", reply_to, r, hit)
-    and ("left", reply_to, r), a rank that ended the hit round r released once its loss is
-    off. The caller switches the loss for "on"/"off" before it sends the replies that follow.
+    `begin`/`end` return actions in order: ("on", r), ("off", r), ("ack", reply_to, r, hit).
+    The caller switches the loss for "on"/"off" before it sends the acks that follow.
     """
 
     world: int
@@ -60,7 +61,6 @@ class RoundGate:
     open: int | None = None  # the hit round whose loss is on
     done: set[int] = field(default_factory=set)  # hit rounds whose loss went on and off
     waiting: list[tuple[object, int, int]] = field(default_factory=list)  # (reply_to, rank, r)
-    leaving: list[tuple[object, int]] = field(default_factory=list)  # ended the open round
 
     def _all_ended(self, r: int) -> bool:
         return r < 0 or (len(self.ended) == self.world and min(self.ended.values()) >= r)
@@ -69,15 +69,11 @@ class RoundGate:
         self.waiting.append((reply_to, rank, r))
         return self._release()
 
-    def end(self, reply_to: object, rank: int, r: int) -> list[tuple]:
+    def end(self, rank: int, r: int) -> list[tuple]:
         self.ended[rank] = max(r, self.ended.get(rank, r))
-        if r == self.open:
-            self.leaving.append((reply_to, r))
         out: list[tuple] = []
         if self.open is not None and self._all_ended(self.open):
             out.append(("off", self.open))
-            out += [("left", reply_to_, r_) for reply_to_, r_ in self.leaving]
-            self.leaving = []
             self.done.add(self.open)
             self.open = None
         return out + self._release()
@@ -151,7 +147,7 @@ class RoundPlayer:
         if what == "begin" and addr:
             actions = self.gate.begin(addr, rank, r)
         elif what == "end":
-            actions = self.gate.end(addr, rank, r)
+            actions = self.gate.end(rank, r)
         else:
             return
         for act in actions:
@@ -160,10 +156,9 @@ class RoundPlayer:
                     (self._on if act[0] == "on" else self._off)(act[1])
                 except Exception as e:  # noqa: BLE001 - the ranks go on; close() reports it
                     self.error = self.error or e
-            elif act[1]:  # a rank that gave up and left, or one that sent from no address
-                reply = f"off {act[2]}" if act[0] == "left" else f"ack {act[2]}" + " hit" * act[3]
-                with contextlib.suppress(OSError):
-                    self.sock.sendto(reply.encode(), act[1])
+            else:
+                with contextlib.suppress(OSError):  # a rank that gave up and left
+                    self.sock.sendto((f"ack {act[2]}" + " hit" * act[3]).encode(), act[1])
 
     def close(self) -> None:
         """Stop serving and remove the socket; raises what failed in the thread."""

@@ -82,11 +82,11 @@ def test_a_run_too_short_for_one_hit_is_refused_naming_the_rounds():
 def test_the_gate_switches_adjacent_hit_rounds_one_after_the_other():
     g = RoundGate(world=1, hits=frozenset({1, 2}))
     assert g.begin("a", 0, 0) == [("ack", "a", 0, False)]
-    g.end("a", 0, 0)
+    g.end(0, 0)
     assert g.begin("a", 0, 1) == [("on", 1), ("ack", "a", 1, True)]
-    assert g.end("a", 0, 1) == [("off", 1), ("left", "a", 1)]
+    assert g.end(0, 1) == [("off", 1)]
     assert g.begin("a", 0, 2) == [("on", 2), ("ack", "a", 2, True)]
-    assert g.end("a", 0, 2) == [("off", 2), ("left", "a", 2)]
+    assert g.end(0, 2) == [("off", 2)]
 
 
 BASE = """

@@ -129,46 +129,34 @@ def acks(actions):
     return [(a[1], a[2], a[3]) for a in actions if a[0] == "ack"]
 
 
-def test_gate_acks_calm_rounds_at_once_and_brackets_hit_rounds():
+def test_gate_acks_calm_rounds_at_once_and_switches_hit_rounds_once_all_began():
     g = RoundGate(world=2, hits=frozenset({2}))
     assert g.begin("a", 0, 0) == [("ack", "a", 0, False)]
     assert g.begin("b", 1, 0) == [("ack", "b", 0, False)]
-    g.end("a", 0, 0)
+    g.end(0, 0)
     assert g.begin("a", 0, 1) == [("ack", "a", 1, False)]
-    g.end("a", 0, 1)
+    g.end(0, 1)
     # rank 0 reaches the hit round while rank 1 is still in round 1: no loss yet, no ack
     assert g.begin("a", 0, 2) == []
-    assert g.end("b", 1, 0) == []
+    assert g.end(1, 0) == []
     assert g.begin("b", 1, 1) == [("ack", "b", 1, False)]
     # rank 1 ended round 1 but has not begun round 2 (a Gloo broadcast between rounds): still
     # no loss, or it would hit that broadcast
-    assert g.end("b", 1, 1) == []
+    assert g.end(1, 1) == []
     assert g.begin("b", 1, 2) == [("on", 2), ("ack", "a", 2, True), ("ack", "b", 2, True)]
-    # rank 0 ends the hit round first: it waits, the loss stays on for rank 1
-    assert g.end("a", 0, 2) == []
-    # rank 0 could not run ahead anyway; a begin of round 3 would wait while the loss is on
-    assert g.end("b", 1, 2) == [("off", 2), ("left", "a", 2), ("left", "b", 2)]
-    assert g.begin("a", 0, 3) == [("ack", "a", 3, False)]
-
-
-def test_gate_holds_a_later_round_while_the_loss_is_on():
-    g = RoundGate(world=2, hits=frozenset({1}))
-    for rank, who in ((0, "a"), (1, "b")):
-        g.begin(who, rank, 0)
-        g.end(who, rank, 0)
-    g.begin("a", 0, 1)
-    assert g.begin("b", 1, 1)[0] == ("on", 1)
-    assert g.begin("c", 0, 2) == []  # a rank that gave up waiting at the end
-    assert g.end("b", 1, 1) == []
-    assert g.end("a", 0, 1)[:2] == [("off", 1), ("left", "b", 1)]
+    assert g.end(0, 2) == []  # rank 1 is still in the hit round: the loss stays on
+    # rank 0 runs ahead: round 3 waits while the loss of round 2 is on
+    assert g.begin("a", 0, 3) == []
+    assert g.end(1, 2) == [("off", 2), ("ack", "a", 3, False)]
+    assert g.begin("b", 1, 3) == [("ack", "b", 3, False)]
 
 
 def test_gate_never_ons_a_round_twice():
     g = RoundGate(world=1, hits=frozenset({1}))
     g.begin("a", 0, 0)
-    g.end("a", 0, 0)
+    g.end(0, 0)
     assert g.begin("a", 0, 1)[0] == ("on", 1)
-    assert g.end("a", 0, 1) == [("off", 1), ("left", "a", 1)]
+    assert g.end(0, 1) == [("off", 1)]
     assert g.begin("a", 0, 1) == [("ack", "a", 1, False)]  # a repeat after it ended: no event
 
 
