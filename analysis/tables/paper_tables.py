@@ -103,7 +103,8 @@ def normalised_time_table(metrics: pd.DataFrame) -> pd.DataFrame:
 def noninferiority_table(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per training group (Table IX): final accuracy minus the exact control's under the calm
     preset, paired by seed, with its two-sided interval and its one-sided ONE_SIDED_LEVEL lower
-    bound; `noninferior` when that bound is above ACCURACY_MARGIN."""
+    bound; `noninferior` when that bound is above ACCURACY_MARGIN. Only groups that trained as
+    many steps as the control: a shorter run (the dose-response's) is not a finished one."""
     m = metrics.dropna(subset=["final_acc"])
     control = exact_control(m)
     if not control:
@@ -113,6 +114,8 @@ def noninferiority_table(metrics: pd.DataFrame) -> pd.DataFrame:
     for key, a in m.groupby(GROUP):
         row = dict(zip(GROUP, key, strict=True))
         if row["label"] == control and a["preset_role"].eq(CALM).all():
+            continue
+        if set(a["steps"]) != set(ref["steps"]):
             continue
         x, y, paired = paired_values(a, ref, "final_acc")
         d = x - y if paired else np.array([])
@@ -130,7 +133,7 @@ def noninferiority_table(metrics: pd.DataFrame) -> pd.DataFrame:
                 **est_columns("acc_delta", est),
                 "acc_delta_lower": lower,
                 "margin": ACCURACY_MARGIN,
-                "noninferior": bool(lower > ACCURACY_MARGIN) if not math.isnan(lower) else None,
+                "noninferior": bool(lower > ACCURACY_MARGIN),  # False when it cannot be shown
                 "paired": paired,
             }
         )

@@ -29,6 +29,8 @@ TEXT_COLUMNS = {
     "eps_policy",
     "exact_baseline",
     "target_of",
+    "system",
+    "control",
 }
 
 
