@@ -5,6 +5,7 @@ import os
 import subprocess
 
 import pytest
+from synthetic_runs import write_run
 
 from analysis.load import load_runs
 from analysis.provenance import BY_GIT, BY_START, git_newest, provenance
@@ -12,7 +13,6 @@ from analysis.report import write_report
 from analysis.schema import read_run_info, write_run_info
 from testbed.base.sourcetree import source_tree
 from testbed.sweeps.clean_tree import LOG_NAME, refuse_dirty_tree
-from tests.unit.synthetic_runs import write_run
 
 
 def git(repo, *args, date=None):
