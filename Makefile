@@ -58,7 +58,7 @@ bench: install
 # The paper's claims with 3 seeds and intervals (about an hour here); resumable. Writes
 # docs/results/reproduce-fattree-k4/ (runs/ holds the raw data; report.md is rebuilt from it).
 reproduce: install
-	$(BIN)/python -m testbed.sweeps.reproduce
+	$(BIN)/python -m testbed.sweeps.reproduce $(REPRODUCE_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -38,6 +38,6 @@ def refuse_dirty_tree(out: Path, allow_dirty: bool, repo: Path = REPO) -> str | 
     return (
         f"make reproduce: the source tree {repo} has uncommitted changes ({named}{more}), so "
         f"no commit would say what made these runs. Commit or stash them, or run "
-        f"`python -m testbed.sweeps.reproduce --allow-dirty` (recorded in {out / LOG_NAME}; "
+        f"`make reproduce REPRODUCE_ARGS=--allow-dirty` (recorded in {out / LOG_NAME}; "
         "the report flags the runs)."
     )
