@@ -14,9 +14,8 @@ import math
 
 import numpy as np
 import pandas as pd
-import scipy.stats as sps
 
-from analysis.stats import mean_ci, quantile
+from analysis.stats import mean_ci, quantile, t_critical
 from analysis.tables.common import est_columns, nan_est, paired_values, validity_flags
 from analysis.tables.constants import GROUP
 from analysis.tables.events import event_rounds
@@ -122,7 +121,7 @@ def noninferiority_table(metrics: pd.DataFrame) -> pd.DataFrame:
         est = mean_ci(d)
         lower = math.nan
         if d.size >= 2:
-            t = float(sps.t.ppf(ONE_SIDED_LEVEL, d.size - 1))
+            t = t_critical(d.size - 1, 2 * ONE_SIDED_LEVEL - 1)  # one-sided: a two-sided 90%
             lower = float(d.mean() - t * d.std(ddof=1) / math.sqrt(d.size))
         rows.append(
             row
