@@ -9,6 +9,12 @@ latency. A calm round costs one datagram each way. A hit round begins as a barri
 waits until every rank has begun it and its loss is on, so no rank still between rounds (in a
 Gloo broadcast) meets the loss. Its end is not one: a rank held there could not serve the
 repairs its slower peers still need from it.
+
+In training that seam is inside the step, after the forward pass: a begin before the forward
+put DDP's own collectives (the bucket rebuild's Gloo broadcast at step 1) under a hit round's
+loss, and three ranks reached the round 7-37 s late (`dose-60`). The time a rank waits for its
+ack is kept in `waited_s`: the worker counts it as communication, since without the barrier
+that wait would sit inside the all-reduce.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import contextlib
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["ACK_TIMEOUT_S", "SOCKET_ENV", "RoundSignal", "observe_rounds"]
@@ -44,6 +51,7 @@ class RoundSignal:
         self._begun: int | None = None
         self._ended: int | None = None
         self.timeouts = 0
+        self.waited_s = 0.0  # summed over every begin's wait for its ack
 
     @classmethod
     def from_env(cls, rank: int) -> RoundSignal | None:
@@ -57,8 +65,10 @@ class RoundSignal:
         if self._begun == r:
             return
         self._begun = r
+        t0 = time.monotonic()
         self.sock.sendto(f"begin {r} {self.rank}".encode(), self.player)
         self._await({f"ack {r}", f"ack {r} hit"}, f"no ack for round {r}")
+        self.waited_s += time.monotonic() - t0
 
     def end(self, r: int) -> None:
         """Round r is over on this rank (once per round)."""

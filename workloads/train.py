@@ -105,8 +105,7 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
                 for g in opt.param_groups:
                     g["lr"] = lr
                 x, y = data.x_train[idx], data.y_train[idx]
-                if signal is not None:  # a hit step is lossy throughout; waits outside its time
-                    signal.begin(step)
+                waited = signal.waited_s if signal is not None else 0.0
                 t0 = time.monotonic()
                 if lead and step == 0:
                     emit("t0", t_s=t0)
@@ -117,6 +116,8 @@ def run_train(args: WorkerArgs, ident: Identity, rec: RankRecorder) -> None:
                 t1 = time.monotonic()
                 rows = state.drain_rows()
                 comm = busy_ms(rows, t0, t1)
+                if signal is not None:  # the hook's wait for a hit round's begin barrier
+                    comm += (signal.waited_s - waited) * 1e3
                 step_ms = (t1 - t0) * 1e3
                 step_ms += stretch_compute(step_ms, comm, spec.dilation)
                 phase.after_step(ddp.parameters())

@@ -199,6 +199,11 @@ def test_ranks_and_player_over_a_unix_socket(tmp_path):
             threading.Event().wait(0.1)
             deadline -= 1
         assert log == [("on", 1), ("off", 1)]
+        # each begin's wait for its ack is counted once (the worker books it as communication)
+        waited = [s.waited_s for s in signals]
+        assert all(w > 0 for w in waited)
+        signals[0].begin(2)  # the same round again: a later bucket, no datagram and no wait
+        assert signals[0].waited_s == waited[0]
     finally:
         for s in signals:
             s.close()
