@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -60,6 +60,13 @@ class Report:
     headline_title: str
     headline: pd.DataFrame  # display strings
     warnings: tuple[str, ...]  # the summary block's lines, one per kind of problem
+
+
+def source_name(run_dir: str | Path, out_dir: Path) -> str:
+    """A run folder as the report names it: relative to the report when it lies beneath it, so
+    the same runs give the same bytes from any checkout (no clock, no absolute path)."""
+    rel = os.path.relpath(Path(run_dir).resolve(), out_dir.resolve())
+    return str(run_dir) if rel.startswith("..") else rel
 
 
 def write_report(
@@ -172,8 +179,7 @@ def write_report(
     lines += [
         "## Sources",
         "",
-        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} from: "
-        + ", ".join(f"`{d}`" for d in runs.runs["dir"]),
+        "Generated from: " + ", ".join(f"`{source_name(d, out_dir)}`" for d in runs.runs["dir"]),
         "",
         "Per-run measurements: [tables/runs.csv](tables/runs.csv); the paper's statistics: "
         "[tables/paper.csv](tables/paper.csv).",

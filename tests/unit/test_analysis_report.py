@@ -185,3 +185,16 @@ def test_validity_shows_the_sham_control_per_transport(bench):
         "dblp", "optireduce", "tcp",
     ]  # fmt: skip
     assert set(bench.tables["sham_shift"]["seeds"]) == {1}
+
+
+def test_the_same_runs_give_the_same_report_bytes(tmp_path):
+    """A committed report must regenerate byte for byte: no clock, and run folders named
+    relative to the report, not by the checkout's absolute path."""
+    dirs = write_bench_like(tmp_path / "runs")
+    first = write_report(dirs, tmp_path).path.read_bytes()
+    tables = {p.name: p.read_bytes() for p in (tmp_path / "tables").glob("*.csv")}
+    again = write_report(dirs, tmp_path).path.read_bytes()
+    assert again == first
+    assert tables == {p.name: p.read_bytes() for p in (tmp_path / "tables").glob("*.csv")}
+    sources = first.decode().split("## Sources")[1]
+    assert f"`runs/{dirs[0].name}`" in sources and str(tmp_path) not in sources
