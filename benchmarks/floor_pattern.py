@@ -17,7 +17,7 @@ from k consecutive source ports (fewer processes, so fewer wake-ups: a lower flo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from testbed.network.flowpaths import Flow, udp_flows
 from workloads.transport.pacer import WIRE_OVERHEAD
@@ -51,10 +51,12 @@ class Pattern:
     pair_l2_mbps: float
     k: int  # flows per ordered pair
     groups: tuple[FloorGroup, ...]
-    blksize: int = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "blksize", self.mtu - IP_UDP_BYTES)
+    @property
+    def blksize(self) -> int:
+        """iperf3's `-l`: the largest datagram the MTU carries unfragmented, as the
+        transport's."""
+        return self.mtu - IP_UDP_BYTES
 
     @property
     def streams(self) -> int:
@@ -137,10 +139,10 @@ class PathSearch:
     def offer(self, group: int, candidate: int, paths: dict[Flow, tuple[str, ...]]) -> None:
         """Score one candidate by its streams' traced paths."""
         g = self.pat.groups[group]
-        hits = sum(
-            paths.get(f) == self.twin_paths.get(t)
-            for f, t in zip(self.flows(group, candidate), g.twins, strict=True)
-        )
+        hits = 0
+        for f, t in zip(self.flows(group, candidate), g.twins, strict=True):
+            twin = self.twin_paths.get(t)
+            hits += twin is not None and paths.get(f) == twin
         if hits > self.best[group][0]:
             self.best[group] = (hits, self.pat.server_port(group, candidate))
 
