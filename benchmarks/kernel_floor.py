@@ -4,7 +4,7 @@
     python -m benchmarks.kernel_floor --fair [--group flow,pair] [--workers 4] [--bw 100]
         [--mtus 1500,9000] [--floor-seconds 10] [--search 32]
 
-iperf3 — C, one `send` per datagram, no Python — sends UDP datagrams as large as the MTU allows,
+iperf3 — C, a syscall per datagram, no Python — sends UDP datagrams as large as the MTU allows,
 once per MTU, on a fresh network each time. iperf3's `-J` report gives the CPU its sender and
 receiver processes used (user + system: the kernel's forwarding through the router namespaces
 runs mostly in the sender's system time, as it does for the transport). One row per MTU: CPU

@@ -15,8 +15,9 @@ over a second is taken for the engine. Then two windows of `--seconds` each, in 
   and datagrams per call from the host's interface counters over the same window.
 Tracing slows the thread (strace stops it at every syscall, so batches may fill more), so the
 counts come from the traced window and every CPU figure from the untraced one. The run then
-finishes, and its own CPU per MiB (all ranks) and verdict close each block. Needs root;
-run it alone.
+finishes, and its own CPU per MiB (all ranks, both windows) and verdict close each block: the
+traced window slows rank R, so that verdict speaks of the profile, not of the transport.
+Needs root; run it alone.
 """
 
 from __future__ import annotations
