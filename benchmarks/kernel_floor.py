@@ -124,9 +124,9 @@ def _run_pattern(net, pat: Pattern, ports: list[int], seconds: float) -> list[tu
                         "-b", str(pat.stream_bps), "-l", str(pat.blksize),
                         "-t", f"{seconds:g}", "-i", "0", "-J"]  # fmt: skip
                 what = f"iperf3 {g.src}:{g.sports[0]} -> {g.dst}:{port} at MTU {pat.mtu}"
-                proc = net.node(g.src).popen(
+                proc = net.node(g.src).popen(  # stderr apart: iperf3 warns there (block > MSS)
                     argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True,
+                    stderr=subprocess.PIPE, text=True,
                 )  # fmt: skip
                 net.register_process(proc, what)
                 clients.append((proc, what))
@@ -134,10 +134,10 @@ def _run_pattern(net, pat: Pattern, ports: list[int], seconds: float) -> list[tu
             outs = []
             for proc, what in clients:
                 try:
-                    out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                    out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     raise RuntimeError(f"{what}: no report within {seconds:g} s + grace") from None
-                outs.append((out, f"{what} (exit {proc.returncode})"))
+                outs.append((out, f"{what} (exit {proc.returncode}; stderr {err[-300:]!r})"))
             return outs
         finally:
             for proc, _ in clients:
