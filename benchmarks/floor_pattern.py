@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from testbed.network.flowpaths import Flow, udp_flows
+from workloads.transport.engine import PACE_BATCH
 from workloads.transport.pacer import WIRE_OVERHEAD
 from workloads.transport.wire import IP_UDP_BYTES
 
@@ -68,6 +69,15 @@ class Pattern:
         the pacer counts L2 frames."""
         per_flow = self.pair_l2_mbps * 1e6 / self.k
         return round(per_flow * self.blksize / (self.blksize + WIRE_OVERHEAD))
+
+    @property
+    def pacing_us(self) -> int:
+        """iperf3's `--pacing-timer`, the transport's rhythm: its loop wakes to send to a peer
+        once the pair's tokens buy PACE_BATCH full datagrams (iperf3's default, 1 ms, would
+        wake every client more often than that at MTU 9000: wake-ups the floor should not
+        pay)."""
+        frame_bits = 8 * (self.blksize + WIRE_OVERHEAD)
+        return round(PACE_BATCH * frame_bits / self.pair_l2_mbps)  # Mbit/s = bit/us
 
     def server_port(self, group: int, candidate: int) -> int:
         """Candidate `candidate` of a group's server port: distinct across every group and

@@ -2,7 +2,7 @@
 
     python -m benchmarks.kernel_floor [--mtus 1500,9000] [--seconds 5] [--mbps 95]
     python -m benchmarks.kernel_floor --fair [--group flow,pair] [--workers 4] [--bw 100]
-        [--mtus 1500,9000] [--floor-seconds 10] [--search 32]
+        [--mtus 1500,9000] [--floor-seconds 10] [--search 32] [--pacing-us N]
 
 iperf3 — C, a syscall per datagram, no Python — sends UDP datagrams as large as the MTU allows,
 once per MTU, on a fresh network each time. iperf3's `-J` report gives the CPU its sender and
@@ -14,9 +14,10 @@ Without `--fair`: one flow h1 -> h13 (different pods: 5 router hops, each an HTB
 pair) at `--mbps`, beside the transport's targets (`transport_fattree_cpu.TARGET_MS_PER_MIB`).
 With `--fair`: the transport's own pattern (floor_pattern.py), every worker to every other at
 the pacing rate per pair over as many flows as the transport has, each on its transport twin's
-ECMP path where a server port within `--search` candidates gives it one; the table says how
-many streams got there. `transport_fattree_cpu --floor` prints the transport's ratio to it. A
-transport cannot go below this by compiling its own loop. Needs root; run it alone.
+ECMP path where a server port within `--search` candidates gives it one (the table says how
+many streams got there), each client waking in the transport's rhythm (`--pacing-us`).
+`transport_fattree_cpu --floor` prints the transport's ratio to it. A transport cannot go
+below this by compiling its own loop. Needs root; run it alone.
 """
 
 from __future__ import annotations
@@ -62,16 +63,20 @@ def floor_spec(mtu: int, workers: int, bw: float, transport: str = "dblp"):
     )
 
 
-def fair_floor_at(spec, grouping: str, seconds: float, search: int) -> dict:
+def fair_floor_at(
+    spec, grouping: str, seconds: float, search: int, pacing_us: int | None = None
+) -> dict:
     """The transport's pattern of `spec` as iperf3 flows on a fresh network: its figures, and
-    how many streams run on their twin's path."""
+    how many streams run on their twin's path. `pacing_us`: iperf3's pacing timer (default:
+    the transport's rhythm, `Pattern.pacing_us`)."""
     from testbed.network.live import live_network
     from testbed.run import probes
 
     pat = spec_pattern(spec, grouping)
+    pacing_us = pat.pacing_us if pacing_us is None else pacing_us
     with live_network(spec.topology(), seed=spec.seed, mtu=spec.mtu) as net:
         found = match_paths(net, pat, search)
-        outs = _run_pattern(net, pat, found.ports(), seconds)
+        outs = _run_pattern(net, pat, found.ports(), seconds, pacing_us)
     results = [probes.iperf3_result(out, what) for out, what in outs]
     return {
         "mtu": spec.mtu,
@@ -79,6 +84,7 @@ def fair_floor_at(spec, grouping: str, seconds: float, search: int) -> dict:
         "clients": len(pat.groups),
         "streams": pat.streams,
         "stream_mbps": pat.stream_bps / 1e6,
+        "pacing_us": pacing_us,
         "on_twin_path": found.matched(),
         **iperf3_figures(results),
     }
@@ -109,7 +115,9 @@ def _paths(net, flows: list) -> dict:
     }
 
 
-def _run_pattern(net, pat: Pattern, ports: list[int], seconds: float) -> list[tuple[str, str]]:
+def _run_pattern(
+    net, pat: Pattern, ports: list[int], seconds: float, pacing_us: int
+) -> list[tuple[str, str]]:
     """Every group's server, then every client at once; each client's `-J` text and name."""
     from testbed.run import probes
 
@@ -122,7 +130,8 @@ def _run_pattern(net, pat: Pattern, ports: list[int], seconds: float) -> list[tu
                 argv = ["iperf3", "-c", net.topo.host_ip(g.dst), "-p", str(port),
                         "--cport", str(g.sports[0]), "-P", str(len(g.sports)), "-u",
                         "-b", str(pat.stream_bps), "-l", str(pat.blksize),
-                        "-t", f"{seconds:g}", "-i", "0", "-J"]  # fmt: skip
+                        "--pacing-timer", str(pacing_us), "-t", f"{seconds:g}",
+                        "-i", "0", "-J"]  # fmt: skip
                 what = f"iperf3 {g.src}:{g.sports[0]} -> {g.dst}:{port} at MTU {pat.mtu}"
                 proc = net.node(g.src).popen(  # stderr apart: iperf3 warns there (block > MSS)
                     argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -155,14 +164,16 @@ def print_fair_header(pat: Pattern, grouping: str, seconds: float) -> None:
 
 
 FAIR_HEADER = (
-    "| mtu | grouping | streams | -b per stream | on twin's path | Mbit/s (all) | lost % | "
-    "sender ms/MiB | receiver ms/MiB | total ms/MiB |\n|---|---|---|---|---|---|---|---|---|---|"
+    "| mtu | grouping | streams | -b per stream | pacing timer | on twin's path | Mbit/s (all) "
+    "| lost % | sender ms/MiB | receiver ms/MiB | total ms/MiB |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def fair_row(r: dict) -> str:
     return (
         f"| {r['mtu']} | {r['grouping']} | {r['streams']} | {r['stream_mbps']:.3f}M "
+        f"| {r['pacing_us']} us "
         f"| {r['on_twin_path']}/{r['streams']} "
         f"| {r['mbps']:.1f} | {r['lost_percent']:.2f} | {r['sender_ms_per_mib']:.2f} "
         f"| {r['receiver_ms_per_mib']:.2f} | {r['total_ms_per_mib']:.2f} |"
@@ -178,6 +189,10 @@ def add_fair_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--search", type=int, default=32, help="server ports tried per group for its paths"
     )
+    ap.add_argument(
+        "--pacing-us", type=int, default=None,
+        help="iperf3 --pacing-timer (default: the transport's wake rhythm; 1000: iperf3's)",
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +234,8 @@ def fair_main(args: argparse.Namespace, mtus: list[int]) -> int:
     for mtu in mtus:
         for grouping in groupings:
             spec = floor_spec(mtu, args.workers, args.bw)
-            print(fair_row(fair_floor_at(spec, grouping, args.floor_seconds, args.search)))
+            r = fair_floor_at(spec, grouping, args.floor_seconds, args.search, args.pacing_us)
+            print(fair_row(r))
             sys.stdout.flush()
     return 0
 

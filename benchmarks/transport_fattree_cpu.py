@@ -2,7 +2,7 @@
 
     python -m benchmarks.transport_fattree_cpu [--mtus 1500,9000] [--paths compiled,python]
         [--rounds 30] [--size-mib 4] [--dilation 1]
-        [--floor [--group flow,pair] [--floor-seconds 10] [--search 32]]
+        [--floor [--group flow,pair] [--floor-seconds 10] [--search 32] [--pacing-us N]]
 
 Runs `testbed run --workload allreduce --burst none` once per MTU and data path, one after
 the other (never two emulations at once), and prints one row per run: the transport loops' CPU
@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         target = f"{TARGET_MS_PER_MIB.get(mtu, float('nan')):.0f}"
         for grouping in groupings:
             spec = kernel_floor.floor_spec(mtu, args.workers, args.bw, args.transport)
-            f = kernel_floor.fair_floor_at(spec, grouping, args.floor_seconds, args.search)
+            f = kernel_floor.fair_floor_at(
+                spec, grouping, args.floor_seconds, args.search, args.pacing_us
+            )
             floors[mtu, grouping] = f
             row = f"| {mtu} | floor ({grouping}) | {f['total_ms_per_mib']:.2f} | {target} |"
             print(row + " | | | 1.0 |", flush=True)
@@ -94,7 +96,8 @@ def print_ratios(cpu: dict[tuple[int, str], float], floors: dict[tuple[int, str]
     for (mtu, grouping), f in floors.items():
         print(
             f"MTU {mtu} fair floor ({grouping}): {f['clients']} iperf3 clients, {f['streams']} "
-            f"streams ({f['stream_mbps']:.3f} Mbit/s each), {f['on_twin_path']} on their "
+            f"streams ({f['stream_mbps']:.3f} Mbit/s each, iperf3 pacing timer "
+            f"{f['pacing_us']} us), {f['on_twin_path']} on their "
             f"transport twin's path; sender {f['sender_ms_per_mib']:.2f} + receiver "
             f"{f['receiver_ms_per_mib']:.2f} ms/MiB; {f['mbps']:.1f} Mbit/s in all, "
             f"lost {f['lost_percent']:.2f}%"

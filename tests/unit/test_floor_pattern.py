@@ -53,6 +53,12 @@ def test_streams_together_pace_what_the_ranks_pace(grouping: str, mtu: int) -> N
     assert l2_per_stream * pat.streams == pytest.approx(4 * 95e6, rel=1e-6)
 
 
+def test_iperf3_wakes_in_the_transports_rhythm() -> None:
+    """A peer's send wake-up per PACE_BATCH (4) full frames of the pair's rate."""
+    assert pattern(HOSTS, 95.0, 1500, 47000, 4, "flow").pacing_us == round(4 * 1514 * 8 / (95 / 3))
+    assert pattern(HOSTS, 95.0, 9000, 47000, 4, "pair").pacing_us == round(4 * 9014 * 8 / (95 / 3))
+
+
 def test_server_ports_are_distinct_for_any_choice_and_stay_ports() -> None:
     pat = pattern(HOSTS, 95.0, 1500, 47000, 4, "flow")
     n = pat.max_candidates()
@@ -165,7 +171,7 @@ def test_transport_fattree_cpu_floor_only_at_d1(capsys: pytest.CaptureFixture) -
 
 def test_ratios_divide_each_path_by_each_floor_of_its_mtu(capsys: pytest.CaptureFixture) -> None:
     floor = {
-        "clients": 48, "streams": 48, "stream_mbps": 7.7, "on_twin_path": 48,
+        "clients": 48, "streams": 48, "stream_mbps": 7.7, "pacing_us": 1530, "on_twin_path": 48,
         "sender_ms_per_mib": 6.0, "receiver_ms_per_mib": 4.0, "total_ms_per_mib": 10.0,
         "mbps": 380.0, "lost_percent": 0.0,
     }  # fmt: skip
