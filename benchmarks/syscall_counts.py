@@ -89,7 +89,8 @@ def cpu_figures(task: TaskTimes, process_run_ns: int, net: NetCounts, clk_tck: i
 def syscall_rows(counts: dict[str, Calls], net: NetCounts) -> list[dict]:
     """One row per syscall of the traced window, most called first: calls per MiB, the share
     that failed (EAGAIN: a drain that found nothing), and for sendmmsg / recvmmsg the
-    datagrams per call (the host's packets over the calls; per successful call for recvmmsg);
+    datagrams per call (the host's packets over the calls; for recvmmsg over the calls that
+    did not fail, where the tool counts failures: strace does, perf stat does not);
     then a row per kind and the total. perf's total ("*") counts syscalls of every name."""
     mib = sent_mib(net)
     if mib <= 0:

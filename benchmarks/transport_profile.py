@@ -3,21 +3,22 @@ per sendmmsg / recvmmsg call, wake-ups, user versus system time (issue 22).
 
     python -m benchmarks.transport_profile [--mtus 1500,9000] [--paths compiled]
         [--rounds 80] [--size-mib 4] [--workers 4] [--bw 100] [--rank 0]
-        [--seconds 5] [--tracer strace|perf]
+        [--seconds 5] [--tracer perf|strace]
 
 Per MTU and data path, one `testbed run --workload allreduce --burst none` at D = 1 runs while
 this reads rank R from outside (procfs.py). Once R's host sends, the busiest of R's threads
 over a second is taken for the engine. Then two windows of `--seconds` each, in this order:
 - untraced: the engine thread's CPU (schedstat), user and system time (stat), wake-ups
   (voluntary context switches) and preemptions, and the whole process's CPU, per MiB sent;
-- traced: `strace -c -p TID` attached to the engine thread (or `perf stat` on the syscall
-  tracepoints, `--tracer perf`): calls per MiB by syscall, the share that failed (EAGAIN),
-  and datagrams per call from the host's interface counters over the same window.
-Tracing slows the thread (strace stops it at every syscall, so batches may fill more), so the
-counts come from the traced window and every CPU figure from the untraced one. The run then
-finishes, and its own CPU per MiB (all ranks, both windows) and verdict close each block: the
-traced window slows rank R, so that verdict speaks of the profile, not of the transport.
-Needs root; run it alone.
+- traced: `perf stat` on the syscall tracepoints of the engine thread (root has them here), or
+  `strace -c -p TID` (`--tracer strace`, which also counts the calls that failed: EAGAIN, a
+  drain that found nothing): calls per MiB by syscall, and datagrams per sendmmsg / recvmmsg
+  call from the host's interface counters over the same window.
+Tracing costs the thread (perf a little per syscall; strace stops it at every one, so its
+batches may fill more), so the counts come from the traced window and every CPU figure from
+the untraced one. The run then finishes, and its own CPU per MiB (all ranks, both windows) and
+verdict close each block: the traced window slows rank R, so that verdict speaks of the
+profile, not of the transport. Needs root; run it alone.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bw", type=float, default=100.0)
     ap.add_argument("--rank", type=int, default=0, help="the rank to profile")
     ap.add_argument("--seconds", type=float, default=5.0, help="each window's length")
-    ap.add_argument("--tracer", choices=sorted(TRACERS), default="strace")
+    ap.add_argument("--tracer", choices=sorted(TRACERS), default="perf")
     args = ap.parse_args(argv)
     paths = args.paths.split(",")
     if unknown := set(paths) - set(PATH_FLAGS):
