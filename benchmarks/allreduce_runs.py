@@ -8,17 +8,30 @@ import json
 import subprocess
 import sys
 
+RUN_TIMEOUT_S = 1800
 
-def allreduce_run(label: str, *flags: str) -> dict:
-    """The run's --json summary; a run that fails without a summary ends the benchmark."""
-    argv = [
+
+def allreduce_argv(label: str, *flags: str) -> list[str]:
+    """The `testbed run` command line of one benchmark step."""
+    return [
         sys.executable, "-m", "testbed.cli", "run", "--workload", "allreduce",
         "--burst", "none", "--label", label, "--json", *flags,
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    if not done.stdout.strip():
-        raise SystemExit(f"{label}: testbed run failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+
+
+def allreduce_run(label: str, *flags: str) -> dict:
+    """The run's --json summary; a run that fails without a summary ends the benchmark."""
+    done = subprocess.run(
+        allreduce_argv(label, *flags), capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+    )
+    return run_summary(label, done.stdout, done.stderr)
+
+
+def run_summary(label: str, stdout: str, stderr: str) -> dict:
+    """A finished run's --json summary from what it printed, or SystemExit with its stderr."""
+    if not stdout.strip():
+        raise SystemExit(f"{label}: testbed run failed:\n{stderr[-2000:]}")
+    return json.loads(stdout)
 
 
 def calm_bound_ratio(summary: dict) -> float:

@@ -219,22 +219,27 @@ def _end(proc: subprocess.Popen, timeout: float) -> None:
 
 @contextlib.contextmanager
 def iperf3_server(
-    net, host: str, interval_s: float | None = None, ready_timeout_s: float = 5.0
+    net,
+    host: str,
+    interval_s: float | None = None,
+    ready_timeout_s: float = 5.0,
+    port: int = CONTROL_PORT,
 ) -> Iterator[tuple[subprocess.Popen, _Lines]]:
-    """A one-off `iperf3 -s -1` on the control port in host, yielded once it says it listens.
+    """A one-off `iperf3 -s -1` on `port` (the control port unless told) in host, yielded once
+    it says it listens; a benchmark runs many side by side, each on its own port.
 
     Its stdout is read as it comes (`--forceflush`: a pipe would otherwise hold the lines back),
     so readiness is iperf3's own "Server listening" line, not a guess. Ended by PID on exit.
     """
-    argv = ["iperf3", "-s", "-1", "-p", str(CONTROL_PORT), "--forceflush"]
+    argv = ["iperf3", "-s", "-1", "-p", str(port), "--forceflush"]
     if interval_s is not None:
         argv += ["-i", f"{interval_s:g}"]
-    server = _popen(net, host, argv, f"iperf3 server in {host}")
+    server = _popen(net, host, argv, f"iperf3 server in {host}:{port}")
     try:
         lines = _Lines(server)
         if not lines.wait_for("Server listening", ready_timeout_s):
             raise RuntimeError(
-                f"iperf3 server in {host} did not listen within {ready_timeout_s:g} s: "
+                f"iperf3 server in {host}:{port} did not listen within {ready_timeout_s:g} s: "
                 f"{lines.lines[-3:]}"
             )
         yield server, lines
