@@ -43,6 +43,7 @@ RUN_COLUMNS = (
     "repeat",
     "status",
     "unfaithful",
+    "not_judged",
 )
 
 #: The comparisons a transport may take a role in (traits.py): the paper's and the design's.
@@ -184,7 +185,8 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "repeat": _repeat_of(info),
         "status": info.status,
         "reason": info.reason,
-        "unfaithful": not info.faithful,
+        "unfaithful": info.faithful is False,
+        "not_judged": info.faithful is None,
         "oversubscribed": info.oversubscribed,
         "dilation": info.dilation,
         "warnings": "; ".join(info.warnings),

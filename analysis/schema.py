@@ -278,8 +278,12 @@ class RunInfo(BaseModel):
     worker_hosts: dict[str, str] = Field(default_factory=dict)  # rank -> host name
     flow_paths: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-    # The fidelity verdict (analysis/fidelity.py): False when the CPU distorted the timing.
-    faithful: bool = True
+    # The fidelity verdict (analysis/fidelity.py): False when the CPU distorted the timing,
+    # None when the run could not be judged (too few calm rounds under bursts).
+    faithful: bool | None = True
+    # The shape's calibration at this D that the verdict compares with (fidelity.Reference as a
+    # dict); empty when none was measured (an explicit D of a shape never calibrated)
+    calibration: dict[str, Any] = Field(default_factory=dict)
     fidelity: dict[str, Any] = Field(default_factory=dict)
     cpu_ms_per_mib: float | None = None  # UDP transport loops' CPU per MiB sent, all ranks
     oversubscribed: bool = False

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.fidelity import CALM_BOUND_MAX, LATE_OF_ROUND, SHAM_SHIFT_MAX, UNFAITHFUL_SHARE
+from analysis.fidelity import (
+    CALM_BOUND_MAX,
+    LATE_QUANTILE,
+    MIN_CALM_ROUNDS,
+    SHAM_SHIFT_MAX,
+    TOLERANCE_CONFIDENCE,
+)
 from analysis.load import Runs, mixed_specs
 from analysis.provenance import Provenance, provenance
 from analysis.report.columns import markdown, view
@@ -63,6 +69,14 @@ def run_warnings(runs: Runs) -> list[str]:
                 if runs.include_unfaithful
                 else "; left out of every aggregate (--include-unfaithful puts them back)"
             )
+        )
+    k, ids = of(r["not_judged"].astype(bool))
+    if k:
+        out.append(
+            f"{k} of {n} runs NOT JUDGED for fidelity: under bursts they had fewer than "
+            f"{MIN_CALM_ROUNDS} calm rounds, too few to tell the CPU's delay from the bursts' "
+            "after-effects; their latencies are aggregated, unverified"
+            + ("" if k == n else f" ({_names(ids)})")
         )
     k, ids = of(r["oversubscribed"].astype(bool))
     if k:
@@ -173,11 +187,14 @@ def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
     lines = [
         "## Validity",
         "",
-        f"A run is **unfaithful** when more than {UNFAITHFUL_SHARE:.0%} of its rounds saw the "
-        "transport's event loop wake later than max(one idle gap, "
-        f"{LATE_OF_ROUND:.0%} of the round) after its timer, or its calm rounds ran slower "
-        f"than {CALM_BOUND_MAX}x their pacing bound (the emulator did not keep up; the median "
-        "CPU wait per round is shown but is not the verdict); **rejected datagrams** are "
+        "A run is **unfaithful** when the transport's event loop woke more than one idle gap "
+        f"after its timer at the p{LATE_QUANTILE * 100:.0f} of its rounds, or its calm rounds "
+        "ran slower against their pacing bound than the same shape's calibration at the same "
+        f"D allows (a one-sided {TOLERANCE_CONFIDENCE:.0%} prediction bound from repeated "
+        f"calibrations), or slower than {CALM_BOUND_MAX}x it in any case (the emulator did not "
+        "keep up; the median CPU wait per round is shown but is not the verdict). Under bursts "
+        f"a run with fewer than {MIN_CALM_ROUNDS} calm rounds is **not judged**. "
+        "**Rejected datagrams** are "
         "those the transport refused (wrong job token, a "
         "source that is not the rank the header names, non-finite values): someone else was "
         "sending into the job. Only runs with status ok"

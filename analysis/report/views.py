@@ -191,6 +191,7 @@ VALIDITY_VIEW = (
     Col("repeat", "repeat", fmt_count),
     Col("status", "status"),
     Col("unfaithful", "unfaithful", fmt_text),
+    Col("not_judged", "fidelity not judged", fmt_text),
     Col("dilation", "dilation D", fmt_factor),
     Col("oversubscribed", "oversubscribed", fmt_text),
     Col("cpu_wait_share", "CPU wait / round, median (%)", fmt_pct),

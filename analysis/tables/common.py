@@ -35,7 +35,8 @@ def round_level(runs: Runs) -> pd.DataFrame:
     }
     g = r.groupby(["run_id", "round"], as_index=False).agg(**cols)
     info = runs.runs[
-        ["run_id", *GROUP, "transport", "repeat", "status", "unfaithful", *TRAIT_COLUMNS]
+        ["run_id", *GROUP, "transport", "repeat", "status", "unfaithful", "not_judged"]
+        + list(TRAIT_COLUMNS)
     ]
     g = g.merge(info, on="run_id", how="left")
     g["in_burst"] = in_burst(g, runs.bursts).to_numpy()
@@ -58,6 +59,9 @@ def validity_flags(runs_df: pd.DataFrame, left_out: pd.DataFrame | None = None) 
     k = int(runs_df["unfaithful"].astype(bool).sum())
     if k:
         out.append(f"unfaithful {k}/{n}")
+    k = int(runs_df["not_judged"].astype(bool).sum()) if "not_judged" in runs_df else 0
+    if k:
+        out.append(f"fidelity not judged {k}/{n}")
     if "rejected" in runs_df:
         k = int((runs_df["rejected"] > 0).sum())
         if k:

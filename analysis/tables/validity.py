@@ -13,7 +13,7 @@ def validity_table(runs: Runs, metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per run: status, whether it was aggregated, reason, the fidelity verdict, the
     time dilation it ran at, oversubscribed, rejected datagrams (total and by reason), CPU-wait
     share, warnings."""
-    cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "unfaithful"]
+    cols = ["run_id", *GROUP, "repeat", "seed", "status", "reason", "unfaithful", "not_judged"]
     v = runs.runs[[*cols, "dilation", "oversubscribed", "rejected", "warnings"]].copy()
     aggregated = v["run_id"].isin(runs.aggregated().runs["run_id"])
     v.insert(v.columns.get_loc("status") + 1, "aggregated", aggregated)

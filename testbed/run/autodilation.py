@@ -24,24 +24,35 @@ def auto_dilation(
 ) -> tuple[float, str]:
     """`--dilation auto`: the D this machine's cache holds for the spec's shape, else the
     smallest faithful D of a calibration (above any D a run of this shape failed at), which
-    the cache then keeps."""
+    the cache then keeps with the shape's fidelity reference (set in `info.calibration`)."""
     where = dilation_cache.cache_path()
     entry = dilation_cache.lookup(spec)
     if entry is not None and entry.dilation is not None:
+        info.calibration = entry.reference or {}
         return entry.dilation, f"auto: cached for this machine and shape ({entry.at}: {entry.why})"
     ladder = entry.dilations() if entry is not None else CALIBRATION_DILATIONS
     emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto; "
           f"once per machine and network shape, kept in {where})"})  # fmt: skip
-    d, why = calibrate(spec, run_dir / CALIBRATION_DIR, calibration_run, ladder)
+    found = calibrate(spec, run_dir / CALIBRATION_DIR, calibration_run, ladder)
+    why = found.why
     if entry is not None:
         why += f"; above D={entry.floor:g}, where {entry.why}"
+    reference = found.reference.as_dict() if found.reference else None
+    info.calibration = reference or {}
     try:
-        dilation_cache.remember(spec, d, why)
+        dilation_cache.remember(spec, found.dilation, why, reference=reference)
     except OSError as e:
         info.warnings.append(
             f"dilation cache {where} not written ({e.strerror}): the next auto run calibrates again"
         )
-    return d, why
+    return found.dilation, why
+
+
+def cached_reference(spec: RunSpec, info: schema.RunInfo) -> None:
+    """A run at an explicit D is judged against its shape's reference too, when this machine
+    has calibrated the shape (time dilation changes nothing a faithful run measures)."""
+    entry = dilation_cache.lookup(spec)
+    info.calibration = (entry.reference if entry is not None else None) or {}
 
 
 def learn_from(spec: RunSpec, info: schema.RunInfo) -> None:

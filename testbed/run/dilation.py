@@ -18,24 +18,37 @@ rate (analysis/schema.py); the rest are counts and fractions.
 `--dilation auto` picks D before the run: a short run of the run's own shape without bursts
 (an all-reduce: CALIBRATION_ROUNDS rounds of its size; a training run: CALIBRATION_STEPS steps of
 its model, batch and workers, since its compute competes with its transport for the cores) at
-each of CALIBRATION_DILATIONS, judged by `analysis.fidelity.judge_run`; the smallest faithful D
-wins (`choose`).
+each of CALIBRATION_DILATIONS, `calibrations()` times each, judged by
+`analysis.fidelity.judge_run`. A faithful D is kept only if dilating further does not speed its
+calm rounds up beyond the tolerance (`short_of_cpu`): time dilation changes nothing a faithful
+run measures (DieCast's premise), so a D whose calm rounds a larger D makes faster was short of
+CPU, even when nothing else faults it (a calibration made while other processes load the machine
+judges itself against nothing). The smallest D kept wins (`choose`), and its calm ratio, with
+the tolerance, becomes the shape's `Reference`: every later run of the shape, at any D, is
+judged against it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis import schema
+from analysis.fidelity import Fidelity, Reference, tolerance
 from workloads.transport.dilation import TimeDilation
 
 __all__ = [
+    "CALIBRATIONS_ENV",
     "CALIBRATION_DILATIONS",
+    "Calibration",
     "calibrate",
+    "calibrations",
     "calibration_spec",
     "choose",
     "cost",
@@ -54,6 +67,22 @@ CALIBRATION_ROUNDS = 10
 CALIBRATION_STEPS = 20
 #: Where a run keeps its calibration runs.
 CALIBRATION_DIR = "calibration"
+#: How many calibration runs per D: 1 by default (each is a whole short run, and the demo and
+#: the test suite calibrate several shapes); 3 or more derive the verdict's tolerance from the
+#: shape's own spread instead of the machine's (`analysis.fidelity.tolerance`).
+CALIBRATIONS_ENV = "DBLP_TESTBED_CALIBRATIONS"
+
+
+def calibrations() -> int:
+    """$DBLP_TESTBED_CALIBRATIONS, 1 when unset; ValueError naming it when not a count >= 1."""
+    raw = os.environ.get(CALIBRATIONS_ENV, "1")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{CALIBRATIONS_ENV}={raw!r}: calibration runs per D, a whole number >= 1")
+    return n
 
 
 def unit_of(column: str) -> str | None:
@@ -97,11 +126,14 @@ def undilate_run(run_dir: Path, dilation: float, t0: float) -> list[str]:
     return done
 
 
-def calibration_spec(spec: Any, dilation: float) -> Any:
+def calibration_spec(spec: Any, dilation: float, repeat: int = 0) -> Any:
     """The short run that tells whether `spec` is faithful at `dilation`, without bursts: a
     training run's first CALIBRATION_STEPS steps (its model, batch, workers, transport and ε
-    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size."""
-    common = {"burst": "none", "dilation": dilation, "run_id": f"D{dilation:g}", "label": None}
+    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size. Repeats take the next
+    seeds, so the spread they measure includes the data's and the model's."""
+    run_id = f"D{dilation:g}" + (f"-{repeat}" if repeat else "")
+    common = {"burst": "none", "dilation": dilation, "run_id": run_id, "label": None,
+              "seed": spec.seed + repeat}  # fmt: skip
     if spec.workload == "train":
         steps = min(spec.steps or CALIBRATION_STEPS, CALIBRATION_STEPS)
         return type(spec).model_validate(spec.model_dump() | common | {"steps": steps})
@@ -109,17 +141,66 @@ def calibration_spec(spec: Any, dilation: float) -> Any:
     return type(spec).model_validate(data)
 
 
-def choose(verdicts: Sequence[tuple[float, Any]]) -> tuple[float, str]:
-    """(D, why) from (dilation, Fidelity) pairs in increasing D: the smallest faithful one, else
-    the largest tried, saying what broke there."""
+@dataclass(frozen=True)
+class Calibration:
+    """What `calibrate` found: the D to run at, why, and the shape's reference (None when no D
+    was faithful)."""
+
+    dilation: float
+    why: str
+    reference: Reference | None
+
+
+def _calm(verdicts: Sequence[Fidelity]) -> list[float]:
+    return [v.calm_bound_ratio for v in verdicts if v.calm_bound_ratio is not None]
+
+
+def _tolerance(
+    measured: dict[float, list[Fidelity]], rejected: dict[float, str]
+) -> tuple[float, str]:
+    """The tolerance from the spread of the faithful, kept dilations' calibrations (a starved
+    D's spread is the CPU's, not the machine's noise)."""
+    kept = [vs for d, vs in measured.items() if d not in rejected]
+    return tolerance([_calm(vs) for vs in kept if all(v.faithful is True for v in vs)])
+
+
+def short_of_cpu(
+    d: float, low: Sequence[Fidelity], high_d: float, high: Sequence[Fidelity], tol: float
+) -> str | None:
+    """Why D's calm rounds say it was short of CPU: slower than at the next D (`high`) by more
+    than the tolerance; None when dilating did not speed them up (or there is nothing to
+    compare)."""
+    a, b = _calm(low), _calm(high)
+    if not a or not b or np.mean(a) <= np.mean(b) * (1 + tol):
+        return None
+    return (
+        f"short of CPU at D={d:g}: calm rounds at {np.mean(a):.2f}x their pacing bound, "
+        f"{np.mean(b):.2f}x at D={high_d:g} (more than +{tol:.1%})"
+    )
+
+
+def choose(
+    verdicts: Sequence[tuple[float, Sequence[Fidelity]]], rejected: dict[float, str] | None = None
+) -> tuple[float, str]:
+    """(D, why) from (dilation, its calibrations' verdicts) in increasing D: the smallest whose
+    runs were all faithful and that `rejected` (D -> why) does not name, else the largest tried,
+    saying what broke there."""
     if not verdicts:
         raise ValueError("no calibration to choose from")
-    tried = ", ".join(f"D={d:g} {'faithful' if v.faithful else 'unfaithful'}" for d, v in verdicts)
-    for d, v in verdicts:
-        if v.faithful:
+    rejected = rejected or {}
+
+    def state(d: float, vs: Sequence[Fidelity]) -> str:
+        ok = sum(v.faithful is True for v in vs)
+        if ok < len(vs):
+            return f"{len(vs) - ok} of {len(vs)} unfaithful" if len(vs) > 1 else "unfaithful"
+        return "short of CPU" if d in rejected else "faithful"
+
+    tried = ", ".join(f"D={d:g} {state(d, vs)}" for d, vs in verdicts)
+    for d, vs in verdicts:
+        if state(d, vs) == "faithful":
             return d, f"auto: smallest faithful of a calibration ({tried})"
-    d, v = verdicts[-1]
-    why = "; ".join(v.reasons) or "unfaithful"
+    d, vs = verdicts[-1]
+    why = rejected.get(d) or "; ".join(r for v in vs for r in v.reasons) or "unfaithful"
     return d, f"auto: no calibration was faithful ({tried}); the largest, D={d:g}: {why}"
 
 
@@ -128,23 +209,49 @@ def calibrate(
     out_dir: Path,
     run: Callable[[Any, Path], tuple[str, Path | None, str]],
     dilations: Sequence[float] = CALIBRATION_DILATIONS,
-) -> tuple[float, str]:
-    """Run `calibration_spec(spec, D)` for each D in turn (`run(spec, out_dir)` returns status,
-    run folder and reason), stopping at the first faithful one; return `choose`'s (D, why).
+    repeats: int | None = None,
+) -> Calibration:
+    """Run `calibration_spec(spec, D, r)` `repeats` times (default `calibrations()`) for each D
+    in turn (`run(spec, out_dir)` returns status, run folder and reason) until a faithful D that
+    the next D does not find `short_of_cpu` (the last D needs no such check); return what
+    `choose` picks and the reference it sets.
 
     A calibration run that does not end ok raises RuntimeError naming it: a D is never picked
     on a run that did not happen."""
     from analysis.fidelity import judge_run
 
-    verdicts = []
-    for d in dilations:
-        status, run_dir, reason = run(calibration_spec(spec, d), out_dir)
-        if status != "ok" or run_dir is None:
-            raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
-        verdicts.append((d, judge_run(run_dir)))
-        if verdicts[-1][1].faithful:
+    repeats = repeats or calibrations()
+    measured: dict[float, list[Fidelity]] = {}
+
+    def measure(d: float) -> list[Fidelity]:
+        if d not in measured:
+            measured[d] = []
+            for r in range(repeats):
+                status, run_dir, reason = run(calibration_spec(spec, d, r), out_dir)
+                if status != "ok" or run_dir is None:
+                    raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
+                measured[d].append(judge_run(run_dir))
+        return measured[d]
+
+    rejected: dict[float, str] = {}
+    for i, d in enumerate(dilations):
+        if not all(v.faithful is True for v in measure(d)):
+            continue
+        if i + 1 == len(dilations):
             break
-    return choose(verdicts)
+        high = measure(dilations[i + 1])
+        tol = _tolerance(measured, rejected)[0]
+        why = short_of_cpu(d, measured[d], dilations[i + 1], high, tol)
+        if why is None:
+            break
+        rejected[d] = why
+    verdicts = sorted(measured.items())
+    d, why = choose(verdicts, rejected)
+    calm = _calm(measured[d])
+    if not calm or not all(v.faithful is True for v in measured[d]):
+        return Calibration(d, why, None)
+    tol, source = _tolerance(measured, rejected)
+    return Calibration(d, why, Reference(d, float(np.mean(calm)), tol, source))
 
 
 def cost(run_dirs: Sequence[Path]) -> str:

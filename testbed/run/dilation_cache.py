@@ -37,12 +37,15 @@ SHAPE_FIELDS = (*TOPOLOGY_FIELDS, "topo_file", "workers", "workload", "model", "
 
 @dataclass(frozen=True)
 class Entry:
-    """The D to run this shape at (None: calibrate, above `floor`), and how it was learned."""
+    """The D to run this shape at (None: calibrate, above `floor`), how it was learned, and the
+    shape's fidelity reference (`analysis.fidelity.Reference` as a dict; None when none was
+    faithful), which every run of the shape is judged against, at any D."""
 
     dilation: float | None
     floor: float  # every D at or below this was unfaithful here (0: none was)
     why: str
     at: str  # local time of the measurement
+    reference: dict[str, Any] | None
 
     def dilations(self) -> tuple[float, ...]:
         """The calibration ladder above the floor; at least its largest step."""
@@ -119,15 +122,19 @@ def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def remember(spec: Any, dilation: float, why: str, path: Path | None = None) -> Entry:
-    """A calibration chose `dilation` for this shape."""
+def remember(
+    spec: Any, dilation: float, why: str, path: Path | None = None, reference: dict | None = None
+) -> Entry:
+    """A calibration chose `dilation` for this shape, and measured its reference."""
     old = lookup(spec, path)
-    return _store(spec, Entry(dilation, old.floor if old else 0.0, why, _now()), path)
+    entry = Entry(dilation, old.floor if old else 0.0, why, _now(), reference)
+    return _store(spec, entry, path)
 
 
 def distrust(spec: Any, dilation: float, why: str, path: Path | None = None) -> Entry:
-    """A run at `dilation` was unfaithful: the next auto run of this shape calibrates above it."""
+    """A run at `dilation` was unfaithful: the next auto run of this shape calibrates above it
+    (and measures a new reference: the old one was made where runs now fail)."""
     old = lookup(spec, path)
     floor = max(dilation, old.floor if old else 0.0)
     why = f"a run at D={dilation:g} was unfaithful: {why}"
-    return _store(spec, Entry(None, floor, why, _now()), path)
+    return _store(spec, Entry(None, floor, why, _now(), None), path)

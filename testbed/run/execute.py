@@ -13,7 +13,7 @@ from pathlib import Path
 
 from analysis import schema
 from testbed.run import results, validity
-from testbed.run.autodilation import CalibrationRun, auto_dilation
+from testbed.run.autodilation import CalibrationRun, auto_dilation, cached_reference
 from testbed.run.launch import (
     Placement,
     WorkerGroup,
@@ -51,6 +51,8 @@ def execute(
     info.impairment_backend, info.impairment_reason = backend, why
     if p.dilation is None:
         p = plan(spec, *auto_dilation(spec, run_dir, info, emit, calibration_run))
+    elif spec.workload in WORKER_WORKLOADS:
+        cached_reference(spec, info)
     d = p.dilation
     info.dilation, info.dilation_reason = d, p.dilation_reason
     emit({"event": "phase", "what": f"network up ({p.topo.name}, impairment {backend})"})

@@ -2,12 +2,12 @@
 stretched playback, the worker's scaled transport, and how `auto` chooses D."""
 
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
 
 from analysis import schema
+from analysis.fidelity import MACHINE_TOLERANCE, Fidelity
 from testbed.bursts.schedule import Event
 from testbed.bursts.scheduler import BurstScheduler
 from testbed.run import dilation
@@ -123,20 +123,24 @@ def test_compute_is_stretched_by_d_minus_one_times_itself(monkeypatch):
     assert slept == [0.09]
 
 
-@dataclass
-class _Verdict:
-    faithful: bool
-    reasons: tuple[str, ...] = ()
+def _v(faithful: bool, calm: float = 1.1, *reasons: str) -> Fidelity:
+    return Fidelity(faithful, calm_bound_ratio=calm, reasons=reasons)
 
 
 def test_auto_chooses_the_smallest_faithful_d():
-    d, why = dilation.choose([(1.0, _Verdict(False, ("late",))), (2.0, _Verdict(True))])
+    d, why = dilation.choose([(1.0, [_v(False, 1.1, "late")]), (2.0, [_v(True)])])
     assert d == 2.0 and "D=1 unfaithful, D=2 faithful" in why
-    d, why = dilation.choose([(1.0, _Verdict(False)), (8.0, _Verdict(False, ("slow",)))])
+    d, why = dilation.choose([(1.0, [_v(False)]), (8.0, [_v(False, 1.1, "slow")])])
     assert d == 8.0 and "no calibration was faithful" in why and "slow" in why
+    d, why = dilation.choose([(1.0, [_v(True)]), (2.0, [_v(True)])], {1.0: "starved"})
+    assert d == 2.0 and "D=1 short of CPU, D=2 faithful" in why
+    d, why = dilation.choose([(1.0, [_v(True), _v(False)]), (2.0, [_v(True), _v(True)])])
+    assert d == 2.0 and "D=1 1 of 2 unfaithful" in why
 
 
-def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkeypatch):
+def _calibrate(tmp_path, monkeypatch, calm_at, repeats=1, faithful_at=lambda d: True):
+    """`dilation.calibrate` with a run that leaves a folder named for its spec and a verdict
+    that reads the calm ratio the test sets for that D (and repeat)."""
     import analysis.fidelity
 
     spec = RunSpec(workload="allreduce", burst="heavy", size_mib=2.0, mtu=9000, label="x")
@@ -146,14 +150,72 @@ def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkey
         ran.append(s)
         return "ok", out_dir / s.run_id, ""
 
-    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _Verdict(d.name == "D4"))
-    d, why = dilation.calibrate(spec, tmp_path, run)
-    assert d == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0]
+    def judge(run_dir):
+        s = next(s for s in ran if s.run_id == run_dir.name)
+        return _v(faithful_at(s.dilation), calm_at(s.dilation, s.seed - spec.seed))
+
+    monkeypatch.setattr(analysis.fidelity, "judge_run", judge)
+    return dilation.calibrate(spec, tmp_path, run, repeats=repeats), ran, spec
+
+
+def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkeypatch):
+    found, ran, _ = _calibrate(
+        tmp_path, monkeypatch, lambda d, r: 1.1, faithful_at=lambda d: d >= 4
+    )
+    # D=4 is faithful, and D=8 shows dilating further does not speed it up
+    assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0, 8.0]
     first = ran[0]
     kept = (first.workload, first.burst, first.rounds, first.size_mib, first.mtu)
     assert kept == ("allreduce", "none", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
+    assert found.reference.calm_ratio == pytest.approx(1.1) and found.reference.dilation == 4.0
     with pytest.raises(RuntimeError, match="D=1 failed"):
-        dilation.calibrate(spec, tmp_path, lambda s, o: ("failed", None, "boom"))
+        dilation.calibrate(RunSpec(), tmp_path, lambda s, o: ("failed", None, "boom"))
+
+
+@pytest.mark.parametrize(
+    ("calm", "chosen"),
+    [
+        ({1.0: 1.06, 2.0: 1.05}, 1.0),  # within the tolerance: dilating changed nothing
+        ({1.0: 1.25, 2.0: 1.07, 4.0: 1.06}, 2.0),  # D=1 ran 17% slower than D=2: starved
+        ({1.0: 1.40, 2.0: 1.25, 4.0: 1.08, 8.0: 1.07}, 4.0),
+    ],
+)
+def test_a_faithful_d_that_dilating_speeds_up_is_short_of_cpu(tmp_path, monkeypatch, calm, chosen):
+    """Two busy loops beside a calibration at D=1 left it within every absolute limit (calm
+    1.245x its bound, against 1.06x alone); D=2 ran it at 1.07x. A D the next one speeds up
+    beyond the tolerance was short of CPU, though nothing else faults it."""
+    found, ran, _ = _calibrate(tmp_path, monkeypatch, lambda d, r: calm.get(d, 1.06))
+    assert found.dilation == chosen
+    assert [s.dilation for s in ran] == [d for d in (1.0, 2.0, 4.0, 8.0) if d <= 2 * chosen]
+    assert found.reference.calm_ratio == pytest.approx(calm[chosen])
+    if chosen > 1:
+        assert "D=1 short of CPU" in found.why
+
+
+def test_repeated_calibrations_set_the_tolerance_from_their_spread(tmp_path, monkeypatch):
+    spread = {0: 1.10, 1: 1.12, 2: 1.08}  # per repeat, the same at every D
+    found, ran, spec = _calibrate(tmp_path, monkeypatch, lambda d, r: spread[r], repeats=3)
+    assert [(s.dilation, s.seed - spec.seed) for s in ran] == [
+        (1.0, 0), (1.0, 1), (1.0, 2), (2.0, 0), (2.0, 1), (2.0, 2)
+    ]  # fmt: skip
+    ref = found.reference
+    assert found.dilation == 1.0 and ref.calm_ratio == pytest.approx(1.10)
+    # s = 0.0182 relative over 4 degrees of freedom; t(0.99, 4) = 3.747; sqrt(1 + 1/3)
+    assert ref.tolerance == pytest.approx(3.747 * 0.01818 * (4 / 3) ** 0.5, rel=0.01)
+    assert "6 calibrations" in ref.source
+    one, _, _ = _calibrate(tmp_path, monkeypatch, lambda d, r: 1.1)
+    assert one.reference.tolerance == MACHINE_TOLERANCE and "machine" in one.reference.source
+
+
+def test_calibrations_come_from_the_environment(monkeypatch):
+    monkeypatch.delenv(dilation.CALIBRATIONS_ENV, raising=False)
+    assert dilation.calibrations() == 1
+    monkeypatch.setenv(dilation.CALIBRATIONS_ENV, "3")
+    assert dilation.calibrations() == 3
+    for bad in ("0", "three"):
+        monkeypatch.setenv(dilation.CALIBRATIONS_ENV, bad)
+        with pytest.raises(ValueError, match=dilation.CALIBRATIONS_ENV):
+            dilation.calibrations()
 
 
 def test_reports_say_the_dilation_beside_their_tables():

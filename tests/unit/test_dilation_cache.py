@@ -29,9 +29,11 @@ def test_a_calibration_is_remembered_per_shape(tmp_path):
     path = tmp_path / "d.json"
     spec = RunSpec(workers=2)
     assert dilation_cache.lookup(spec, path) is None
-    dilation_cache.remember(spec, 2.0, "auto: smallest faithful", path)
+    ref = {"dilation": 2.0, "calm_ratio": 1.07, "tolerance": 0.1, "source": "3 calibrations"}
+    dilation_cache.remember(spec, 2.0, "auto: smallest faithful", path, reference=ref)
     e = dilation_cache.lookup(RunSpec(workers=2, seed=3), path)
     assert (e.dilation, e.floor, e.why) == (2.0, 0.0, "auto: smallest faithful")
+    assert e.reference == ref  # the shape's reference, for runs at any D
     assert dilation_cache.lookup(RunSpec(workers=4), path) is None
     dilation_cache.remember(RunSpec(workers=4), 1.0, "x", path)
     stored = json.loads(path.read_text())
@@ -41,9 +43,10 @@ def test_a_calibration_is_remembered_per_shape(tmp_path):
 def test_an_unfaithful_run_raises_the_floor_and_the_next_ladder_starts_above(tmp_path):
     path = tmp_path / "d.json"
     spec = RunSpec()
-    dilation_cache.remember(spec, 1.0, "calibrated", path)
+    dilation_cache.remember(spec, 1.0, "calibrated", path, reference={"calm_ratio": 1.1})
     e = dilation_cache.distrust(spec, 1.0, "calm rounds 1.7x their bound", path)
     assert e.dilation is None and e.floor == 1.0 and "1.7x" in e.why
+    assert e.reference is None  # made where runs now fail: the recalibration measures anew
     assert dilation_cache.lookup(spec, path).dilations() == (2.0, 4.0, 8.0)
     dilation_cache.remember(spec, 2.0, "recalibrated", path)
     assert dilation_cache.lookup(spec, path).floor == 1.0  # remembered, never lowered
