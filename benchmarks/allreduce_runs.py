@@ -1,5 +1,5 @@
-"""One `testbed run --workload allreduce --burst none --json` as a benchmark step, and the
-fidelity figures a benchmark row prints from its summary."""
+"""One `testbed run --json` as a benchmark step (`testbed_run`; an all-reduce without bursts:
+`allreduce_run`), and the fidelity figures a benchmark row prints from its summary."""
 
 from __future__ import annotations
 
@@ -7,16 +7,58 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 
 RUN_TIMEOUT_S = 1800
+#: After SIGTERM a run tears its network down and prints its summary; then SIGKILL.
+TERM_GRACE_S = 300
+
+
+class RunFailed(Exception):
+    """A `testbed run` that printed no summary: it could not start, or had to be killed."""
+
+
+def testbed_argv(*flags: str) -> list[str]:
+    """`testbed run --json` with these flags, under this interpreter."""
+    return [sys.executable, "-m", "testbed.cli", "run", "--json", *flags]
+
+
+def testbed_run(
+    label: str,
+    flags: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = RUN_TIMEOUT_S,
+) -> dict:
+    """The run's --json summary, a failed run's too (its `status` says so). Past `timeout_s`
+    the run gets SIGTERM, so it cleans up and still prints one, and SIGKILL TERM_GRACE_S later;
+    RunFailed (with the end of its stderr) when it printed none."""
+    try:
+        with subprocess.Popen(
+            testbed_argv(*flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=None if env is None else dict(env),
+        ) as p:  # fmt: skip
+            try:
+                out, err = p.communicate(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                p.terminate()
+                try:
+                    out, err = p.communicate(timeout=TERM_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+    except OSError as e:
+        raise RunFailed(f"{label}: testbed run could not start: {e}") from e
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise RunFailed(
+            f"{label}: testbed run printed no summary (exit {p.returncode}):\n{err[-2000:]}"
+        ) from e
 
 
 def allreduce_argv(label: str, *flags: str) -> list[str]:
-    """The `testbed run` command line of one benchmark step."""
-    return [
-        sys.executable, "-m", "testbed.cli", "run", "--workload", "allreduce",
-        "--burst", "none", "--label", label, "--json", *flags,
-    ]  # fmt: skip
+    """The `testbed run` command line of one all-reduce benchmark step."""
+    return testbed_argv("--workload", "allreduce", "--burst", "none", "--label", label, *flags)
 
 
 def allreduce_run(label: str, *flags: str) -> dict:
