@@ -67,11 +67,14 @@ SHAM_SHIFT_MAX = 0.10
 
 @dataclass(frozen=True)
 class Reference:
-    """What a run of this shape looked like in its calibration at the same D (no bursts): its
-    calm rounds' ratio to their pacing bound (mean over the calibrations), and how much more a
-    faithful run may show (`tolerance`, relative) and where that figure came from."""
+    """What a run of this shape and seed looked like in its calibration (no bursts): its calm
+    rounds' ratio to their pacing bound (mean over the calibrations), and how much more a
+    faithful run may show (`tolerance`, relative) and where that figure came from. Per seed,
+    because the seed sets the ECMP hash and so the paths: seeds 5-7 of one all-reduce shape
+    ran their calm rounds at 1.07-1.18x, more than the CPU damage the verdict must see."""
 
     dilation: float
+    seed: int
     calm_ratio: float
     tolerance: float
     source: str
@@ -176,7 +179,8 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
         elif judged_pacing and ref is not None and ratio > ref.limit:
             reasons.append(
                 f"calm rounds ran at {ratio:.2f}x their pacing bound, against "
-                f"{ref.calm_ratio:.2f}x in this shape's calibration at D={ref.dilation:g} "
+                f"{ref.calm_ratio:.2f}x in this shape's calibration (seed {ref.seed}, "
+                f"D={ref.dilation:g}) "
                 f"(limit {ref.limit:.2f}x: tolerance +{ref.tolerance:.1%}, {ref.source})"
             )
     wait = (r["cpu_wait_ms"] / r["latency_ms"].where(r["latency_ms"] > 0)).median()

@@ -8,11 +8,20 @@ from pathlib import Path
 
 from analysis import schema
 from testbed.run import dilation_cache
-from testbed.run.dilation import CALIBRATION_DILATIONS, CALIBRATION_DIR, calibrate
+from testbed.run.dilation import (
+    CALIBRATION_DILATIONS,
+    CALIBRATION_DIR,
+    CalibrationRun,
+    calibrate,
+    reference_at,
+)
 from testbed.spec import RunSpec
 
-#: One calibration run: (spec, out_dir) -> (status, run_dir, reason); see `dilation.calibrate`.
-CalibrationRun = Callable[[RunSpec, Path], tuple[str, Path | None, str]]
+__all__ = ["CalibrationRun", "auto_dilation", "cached_reference", "learn_from"]
+
+
+def _unwritten(where: Path, e: OSError) -> str:
+    return f"dilation cache {where} not written ({e.strerror}): the next auto run calibrates again"
 
 
 def auto_dilation(
@@ -24,16 +33,32 @@ def auto_dilation(
 ) -> tuple[float, str]:
     """`--dilation auto`: the D this machine's cache holds for the spec's shape, else the
     smallest faithful D of a calibration (above any D a run of this shape failed at), which
-    the cache then keeps with the shape's fidelity reference (set in `info.calibration`)."""
+    the cache then keeps with the seed's fidelity reference (set in `info.calibration`; a seed
+    the cache has no reference for measures one at the cached D)."""
     where = dilation_cache.cache_path()
     entry = dilation_cache.lookup(spec)
+    out_dir = run_dir / CALIBRATION_DIR
     if entry is not None and entry.dilation is not None:
-        info.calibration = entry.reference or {}
-        return entry.dilation, f"auto: cached for this machine and shape ({entry.at}: {entry.why})"
+        d, why = (
+            entry.dilation,
+            f"auto: cached for this machine and shape ({entry.at}: {entry.why})",
+        )
+        if (ref := entry.reference(spec.seed)) is None:
+            emit({"event": "phase", "what": f"measuring seed {spec.seed}'s fidelity reference "
+                  f"at the cached D={d:g} (once per machine, shape and seed)"})  # fmt: skip
+            found = reference_at(spec, d, out_dir, calibration_run)
+            ref = found.as_dict() if found else None
+            try:
+                if ref:
+                    dilation_cache.add_reference(spec, ref)
+            except OSError as e:
+                info.warnings.append(_unwritten(where, e))
+        info.calibration = ref or {}
+        return d, why
     ladder = entry.dilations() if entry is not None else CALIBRATION_DILATIONS
     emit({"event": "phase", "what": "calibrating the time dilation (--dilation auto; "
           f"once per machine and network shape, kept in {where})"})  # fmt: skip
-    found = calibrate(spec, run_dir / CALIBRATION_DIR, calibration_run, ladder)
+    found = calibrate(spec, out_dir, calibration_run, ladder)
     why = found.why
     if entry is not None:
         why += f"; above D={entry.floor:g}, where {entry.why}"
@@ -42,17 +67,15 @@ def auto_dilation(
     try:
         dilation_cache.remember(spec, found.dilation, why, reference=reference)
     except OSError as e:
-        info.warnings.append(
-            f"dilation cache {where} not written ({e.strerror}): the next auto run calibrates again"
-        )
+        info.warnings.append(_unwritten(where, e))
     return found.dilation, why
 
 
 def cached_reference(spec: RunSpec, info: schema.RunInfo) -> None:
-    """A run at an explicit D is judged against its shape's reference too, when this machine
-    has calibrated the shape (time dilation changes nothing a faithful run measures)."""
+    """A run at an explicit D is judged against its shape and seed's reference too, when this
+    machine has measured one (time dilation changes nothing a faithful run measures)."""
     entry = dilation_cache.lookup(spec)
-    info.calibration = (entry.reference if entry is not None else None) or {}
+    info.calibration = (entry.reference(spec.seed) if entry is not None else None) or {}
 
 
 def learn_from(spec: RunSpec, info: schema.RunInfo) -> None:

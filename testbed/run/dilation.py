@@ -49,6 +49,7 @@ __all__ = [
     "Calibration",
     "calibrate",
     "calibrations",
+    "reference_at",
     "calibration_spec",
     "choose",
     "cost",
@@ -65,6 +66,8 @@ CALIBRATION_ROUNDS = 10
 #: pacing bound with four ranks computing on two cores (unfaithful). 20 steps give 20 calm
 #: rounds per rank, the verdict's MIN_CALM_ROUNDS, before the first evaluation of the models here.
 CALIBRATION_STEPS = 20
+#: One calibration run: (spec, out_dir) -> (status, run folder or None, reason).
+CalibrationRun = Callable[[Any, Path], tuple[str, Path | None, str]]
 #: Where a run keeps its calibration runs.
 CALIBRATION_DIR = "calibration"
 #: How many calibration runs per D: 1 by default (each is a whole short run, and the demo and
@@ -129,11 +132,11 @@ def undilate_run(run_dir: Path, dilation: float, t0: float) -> list[str]:
 def calibration_spec(spec: Any, dilation: float, repeat: int = 0) -> Any:
     """The short run that tells whether `spec` is faithful at `dilation`, without bursts: a
     training run's first CALIBRATION_STEPS steps (its model, batch, workers, transport and ε
-    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size. Repeats take the next
-    seeds, so the spread they measure includes the data's and the model's."""
+    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size. Repeats keep the
+    seed (it sets the paths, see `Reference`): their spread is the machine's, on the run's own
+    paths."""
     run_id = f"D{dilation:g}" + (f"-{repeat}" if repeat else "")
-    common = {"burst": "none", "dilation": dilation, "run_id": run_id, "label": None,
-              "seed": spec.seed + repeat}  # fmt: skip
+    common = {"burst": "none", "dilation": dilation, "run_id": run_id, "label": None}
     if spec.workload == "train":
         steps = min(spec.steps or CALIBRATION_STEPS, CALIBRATION_STEPS)
         return type(spec).model_validate(spec.model_dump() | common | {"steps": steps})
@@ -204,33 +207,48 @@ def choose(
     return d, f"auto: no calibration was faithful ({tried}); the largest, D={d:g}: {why}"
 
 
+def _runs(spec: Any, d: float, out_dir: Path, run: CalibrationRun, repeats: int) -> list[Fidelity]:
+    """The verdicts of `repeats` calibration runs at D; RuntimeError naming one that did not
+    end ok (a D is never picked, nor a reference set, on a run that did not happen)."""
+    from analysis.fidelity import judge_run
+
+    verdicts = []
+    for r in range(repeats):
+        status, run_dir, reason = run(calibration_spec(spec, d, r), out_dir)
+        if status != "ok" or run_dir is None:
+            raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
+        verdicts.append(judge_run(run_dir))
+    return verdicts
+
+
+def _reference(
+    spec: Any, d: float, measured: dict[float, list[Fidelity]], rejected: dict[float, str]
+) -> Reference | None:
+    """The shape's reference at D from its calibrations (None unless all were faithful)."""
+    calm = _calm(measured.get(d, []))
+    if not calm or not all(v.faithful is True for v in measured[d]):
+        return None
+    tol, source = _tolerance(measured, rejected)
+    return Reference(d, spec.seed, float(np.mean(calm)), tol, source)
+
+
 def calibrate(
     spec: Any,
     out_dir: Path,
-    run: Callable[[Any, Path], tuple[str, Path | None, str]],
+    run: CalibrationRun,
     dilations: Sequence[float] = CALIBRATION_DILATIONS,
     repeats: int | None = None,
 ) -> Calibration:
     """Run `calibration_spec(spec, D, r)` `repeats` times (default `calibrations()`) for each D
     in turn (`run(spec, out_dir)` returns status, run folder and reason) until a faithful D that
     the next D does not find `short_of_cpu` (the last D needs no such check); return what
-    `choose` picks and the reference it sets.
-
-    A calibration run that does not end ok raises RuntimeError naming it: a D is never picked
-    on a run that did not happen."""
-    from analysis.fidelity import judge_run
-
+    `choose` picks and the reference it sets."""
     repeats = repeats or calibrations()
     measured: dict[float, list[Fidelity]] = {}
 
     def measure(d: float) -> list[Fidelity]:
         if d not in measured:
-            measured[d] = []
-            for r in range(repeats):
-                status, run_dir, reason = run(calibration_spec(spec, d, r), out_dir)
-                if status != "ok" or run_dir is None:
-                    raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
-                measured[d].append(judge_run(run_dir))
+            measured[d] = _runs(spec, d, out_dir, run, repeats)
         return measured[d]
 
     rejected: dict[float, str] = {}
@@ -245,13 +263,17 @@ def calibrate(
         if why is None:
             break
         rejected[d] = why
-    verdicts = sorted(measured.items())
-    d, why = choose(verdicts, rejected)
-    calm = _calm(measured[d])
-    if not calm or not all(v.faithful is True for v in measured[d]):
-        return Calibration(d, why, None)
-    tol, source = _tolerance(measured, rejected)
-    return Calibration(d, why, Reference(d, float(np.mean(calm)), tol, source))
+    d, why = choose(sorted(measured.items()), rejected)
+    return Calibration(d, why, _reference(spec, d, measured, rejected))
+
+
+def reference_at(
+    spec: Any, d: float, out_dir: Path, run: CalibrationRun, repeats: int | None = None
+) -> Reference | None:
+    """The reference of a seed the shape's calibration did not run: `repeats` calibration
+    runs at the D the cache holds (no ladder: that D is known)."""
+    measured = {d: _runs(spec, d, out_dir, run, repeats or calibrations())}
+    return _reference(spec, d, measured, {})
 
 
 def cost(run_dirs: Sequence[Path]) -> str:

@@ -25,7 +25,8 @@ from testbed.run.dilation import CALIBRATION_DILATIONS
 from testbed.spec import TOPOLOGY_FIELDS
 
 __all__ = [
-    "CACHE_ENV", "SHAPE_FIELDS", "Entry", "cache_path", "distrust", "entries", "lookup", "remember",
+    "CACHE_ENV", "SHAPE_FIELDS", "Entry", "add_reference", "cache_path", "distrust", "entries",
+    "lookup", "remember",
 ]  # fmt: skip
 
 #: Overrides where the cache lives (tests point it at their own folder).
@@ -38,14 +39,17 @@ SHAPE_FIELDS = (*TOPOLOGY_FIELDS, "topo_file", "workers", "workload", "model", "
 @dataclass(frozen=True)
 class Entry:
     """The D to run this shape at (None: calibrate, above `floor`), how it was learned, and the
-    shape's fidelity reference (`analysis.fidelity.Reference` as a dict; None when none was
-    faithful), which every run of the shape is judged against, at any D."""
+    shape's fidelity references by seed (`analysis.fidelity.Reference` as dicts), which every
+    run of the shape and seed is judged against, at any D."""
 
     dilation: float | None
     floor: float  # every D at or below this was unfaithful here (0: none was)
     why: str
     at: str  # local time of the measurement
-    reference: dict[str, Any] | None
+    references: dict[str, dict[str, Any]]
+
+    def reference(self, seed: int) -> dict[str, Any] | None:
+        return self.references.get(str(seed))
 
     def dilations(self) -> tuple[float, ...]:
         """The calibration ladder above the floor; at least its largest step."""
@@ -125,10 +129,20 @@ def _now() -> str:
 def remember(
     spec: Any, dilation: float, why: str, path: Path | None = None, reference: dict | None = None
 ) -> Entry:
-    """A calibration chose `dilation` for this shape, and measured its reference."""
+    """A calibration chose `dilation` for this shape, and measured the reference of the
+    spec's seed (the references of other seeds came from other D's: they go)."""
     old = lookup(spec, path)
-    entry = Entry(dilation, old.floor if old else 0.0, why, _now(), reference)
-    return _store(spec, entry, path)
+    refs = {str(spec.seed): reference} if reference else {}
+    return _store(spec, Entry(dilation, old.floor if old else 0.0, why, _now(), refs), path)
+
+
+def add_reference(spec: Any, reference: dict, path: Path | None = None) -> Entry | None:
+    """Keep the reference of another seed of a shape already calibrated."""
+    old = lookup(spec, path)
+    if old is None:
+        return None
+    refs = old.references | {str(spec.seed): reference}
+    return _store(spec, Entry(old.dilation, old.floor, old.why, old.at, refs), path)
 
 
 def distrust(spec: Any, dilation: float, why: str, path: Path | None = None) -> Entry:
@@ -137,4 +151,4 @@ def distrust(spec: Any, dilation: float, why: str, path: Path | None = None) -> 
     old = lookup(spec, path)
     floor = max(dilation, old.floor if old else 0.0)
     why = f"a run at D={dilation:g} was unfaithful: {why}"
-    return _store(spec, Entry(None, floor, why, _now(), None), path)
+    return _store(spec, Entry(None, floor, why, _now(), {}), path)

@@ -152,7 +152,8 @@ def _calibrate(tmp_path, monkeypatch, calm_at, repeats=1, faithful_at=lambda d: 
 
     def judge(run_dir):
         s = next(s for s in ran if s.run_id == run_dir.name)
-        return _v(faithful_at(s.dilation), calm_at(s.dilation, s.seed - spec.seed))
+        repeat = int(s.run_id.partition("-")[2] or 0)
+        return _v(faithful_at(s.dilation), calm_at(s.dilation, repeat))
 
     monkeypatch.setattr(analysis.fidelity, "judge_run", judge)
     return dilation.calibrate(spec, tmp_path, run, repeats=repeats), ran, spec
@@ -167,7 +168,8 @@ def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkey
     first = ran[0]
     kept = (first.workload, first.burst, first.rounds, first.size_mib, first.mtu)
     assert kept == ("allreduce", "none", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
-    assert found.reference.calm_ratio == pytest.approx(1.1) and found.reference.dilation == 4.0
+    ref = found.reference
+    assert (ref.calm_ratio, ref.dilation, ref.seed) == (pytest.approx(1.1), 4.0, 0)
     with pytest.raises(RuntimeError, match="D=1 failed"):
         dilation.calibrate(RunSpec(), tmp_path, lambda s, o: ("failed", None, "boom"))
 
@@ -195,8 +197,10 @@ def test_a_faithful_d_that_dilating_speeds_up_is_short_of_cpu(tmp_path, monkeypa
 def test_repeated_calibrations_set_the_tolerance_from_their_spread(tmp_path, monkeypatch):
     spread = {0: 1.10, 1: 1.12, 2: 1.08}  # per repeat, the same at every D
     found, ran, spec = _calibrate(tmp_path, monkeypatch, lambda d, r: spread[r], repeats=3)
-    assert [(s.dilation, s.seed - spec.seed) for s in ran] == [
-        (1.0, 0), (1.0, 1), (1.0, 2), (2.0, 0), (2.0, 1), (2.0, 2)
+    # repeats keep the seed: it sets the paths, and the spread must be the machine's
+    assert [(s.run_id, s.seed) for s in ran] == [
+        ("D1", spec.seed), ("D1-1", spec.seed), ("D1-2", spec.seed),
+        ("D2", spec.seed), ("D2-1", spec.seed), ("D2-2", spec.seed),
     ]  # fmt: skip
     ref = found.reference
     assert found.dilation == 1.0 and ref.calm_ratio == pytest.approx(1.10)
@@ -205,6 +209,24 @@ def test_repeated_calibrations_set_the_tolerance_from_their_spread(tmp_path, mon
     assert "6 calibrations" in ref.source
     one, _, _ = _calibrate(tmp_path, monkeypatch, lambda d, r: 1.1)
     assert one.reference.tolerance == MACHINE_TOLERANCE and "machine" in one.reference.source
+
+
+def test_a_new_seed_measures_its_reference_at_the_known_d(tmp_path, monkeypatch):
+    import analysis.fidelity
+
+    spec = RunSpec(workload="allreduce", seed=7)
+    ran = []
+
+    def run(s, out_dir):
+        ran.append(s)
+        return "ok", out_dir / s.run_id, ""
+
+    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _v(True, 1.2))
+    ref = dilation.reference_at(spec, 2.0, tmp_path, run, repeats=2)
+    assert [(s.dilation, s.seed) for s in ran] == [(2.0, 7), (2.0, 7)]  # no ladder
+    assert (ref.dilation, ref.seed, ref.calm_ratio) == (2.0, 7, pytest.approx(1.2))
+    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _v(False, 1.6, "slow"))
+    assert dilation.reference_at(spec, 2.0, tmp_path, run) is None
 
 
 def test_calibrations_come_from_the_environment(monkeypatch):

@@ -33,7 +33,11 @@ def test_a_calibration_is_remembered_per_shape(tmp_path):
     dilation_cache.remember(spec, 2.0, "auto: smallest faithful", path, reference=ref)
     e = dilation_cache.lookup(RunSpec(workers=2, seed=3), path)
     assert (e.dilation, e.floor, e.why) == (2.0, 0.0, "auto: smallest faithful")
-    assert e.reference == ref  # the shape's reference, for runs at any D
+    assert e.reference(0) == ref and e.reference(3) is None  # per seed: the seed sets the paths
+    ref3 = ref | {"calm_ratio": 1.15}
+    dilation_cache.add_reference(RunSpec(workers=2, seed=3), ref3, path)
+    e = dilation_cache.lookup(spec, path)
+    assert (e.reference(0), e.reference(3), e.dilation) == (ref, ref3, 2.0)
     assert dilation_cache.lookup(RunSpec(workers=4), path) is None
     dilation_cache.remember(RunSpec(workers=4), 1.0, "x", path)
     stored = json.loads(path.read_text())
@@ -46,7 +50,7 @@ def test_an_unfaithful_run_raises_the_floor_and_the_next_ladder_starts_above(tmp
     dilation_cache.remember(spec, 1.0, "calibrated", path, reference={"calm_ratio": 1.1})
     e = dilation_cache.distrust(spec, 1.0, "calm rounds 1.7x their bound", path)
     assert e.dilation is None and e.floor == 1.0 and "1.7x" in e.why
-    assert e.reference is None  # made where runs now fail: the recalibration measures anew
+    assert e.references == {}  # made where runs now fail: the recalibration measures anew
     assert dilation_cache.lookup(spec, path).dilations() == (2.0, 4.0, 8.0)
     dilation_cache.remember(spec, 2.0, "recalibrated", path)
     assert dilation_cache.lookup(spec, path).floor == 1.0  # remembered, never lowered

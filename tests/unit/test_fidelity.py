@@ -69,7 +69,7 @@ def test_a_loop_late_by_more_than_an_idle_gap_at_its_p95_is_unfaithful():
 
 
 def _ref(calm: float = 1.06, tol: float = 0.1) -> dict:
-    return fidelity.Reference(1.0, calm, tol, "3 calibrations").as_dict()
+    return fidelity.Reference(1.0, 0, calm, tol, "3 calibrations").as_dict()
 
 
 def test_calm_rounds_slower_than_the_shapes_calibration_are_unfaithful():
@@ -77,7 +77,7 @@ def test_calm_rounds_slower_than_the_shapes_calibration_are_unfaithful():
     the 1.5x backstop: the shape's own calibration is what tells."""
     f = fidelity.judge(_rounds(bound_ratio=1.18), NO_BURSTS, _info(calibration=_ref()))
     assert f.faithful is False and f.reference.limit == pytest.approx(1.166)
-    assert "against 1.06x in this shape's calibration at D=1" in f.reasons[0]
+    assert "against 1.06x in this shape's calibration (seed 0, D=1)" in f.reasons[0]
     assert "tolerance +10.0%, 3 calibrations" in f.reasons[0]
     ok = fidelity.judge(_rounds(bound_ratio=1.15), NO_BURSTS, _info(calibration=_ref()))
     assert ok.faithful is True
