@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,10 @@ def testbed_run(
         ) as p:  # fmt: skip
             try:
                 out, err = p.communicate(timeout=timeout_s)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM here: the run cleans up, then we go
+                p.send_signal(signal.SIGINT)
+                p.communicate(timeout=TERM_GRACE_S)
+                raise
             except subprocess.TimeoutExpired:
                 p.terminate()
                 try:

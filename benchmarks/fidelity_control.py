@@ -27,8 +27,10 @@ minutes for all four shapes; each calibration is a whole short run. Needs root.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -49,6 +51,7 @@ CALIBRATIONS_ENV = "DBLP_TESTBED_CALIBRATIONS"
 RUN_TIMEOUT_S = 4 * 3600
 REASONS_MAX = 120
 NO_SUMMARY = "no summary"
+PR_SET_PDEATHSIG = 1  # prctl(2)
 SPIN = "while True: pass"
 
 SHAPES: dict[str, tuple[str, ...]] = {
@@ -213,14 +216,21 @@ def summary_line(rows: Sequence[Row]) -> str:
 
 @contextmanager
 def busy_loops(n: int) -> Iterator[None]:
-    """n processes that only burn CPU; each is ended by its own PID."""
-    procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(n)]
+    """n processes that only burn CPU; each is ended by its own PID, and by the kernel if
+    this process dies first (PR_SET_PDEATHSIG): two loops left behind by a killed benchmark
+    once ran under every row of the next one."""
+    procs = [subprocess.Popen([sys.executable, "-c", SPIN], preexec_fn=_die_with_parent)
+             for _ in range(n)]  # fmt: skip
     try:
         yield
     finally:
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def say(text: str) -> None:  # progress, on stderr
@@ -269,6 +279,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so the busy loops and the run in progress are ended
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if os.geteuid() != 0:
         say("fidelity_control needs root (testbed run builds network namespaces)")
         return 2
