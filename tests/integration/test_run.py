@@ -241,7 +241,9 @@ def test_invalid_spec_exits_2_naming_the_field_and_changes_nothing(tmp_path, arg
 
 def test_auto_dilation_calibrates_once_per_shape_then_reads_the_cache(tmp_path, monkeypatch):
     """The default `--dilation auto`: the first run of a shape calibrates (real short runs) and
-    keeps the D it picked; the next run of that shape, another seed, starts at once from it."""
+    keeps the D it picked with its seed's fidelity reference; the next run of that shape,
+    another seed, takes the D from the cache and measures only its own seed's reference there
+    (the seed sets the paths)."""
     cache = tmp_path / "cache.json"
     monkeypatch.setenv("DBLP_TESTBED_CACHE", str(cache))
     shape = ("--workload", "allreduce", "--workers", "2", "--size-mib", "0.25", "--rounds", "8")
@@ -262,4 +264,10 @@ def test_auto_dilation_calibrates_once_per_shape_then_reads_the_cache(tmp_path, 
     again = schema.read_run_info(Path(second["run_dir"]))
     assert again.dilation == info.dilation
     assert again.dilation_reason.startswith("auto: cached for this machine and shape")
-    assert not (Path(second["run_dir"]) / "calibration").exists()
+    # no ladder: one reference run at the cached D
+    (ref_run,) = (Path(second["run_dir"]) / "calibration").glob("*/run.json")
+    assert schema.read_run_info(ref_run.parent).dilation == info.dilation
+    assert (info.calibration["seed"], again.calibration["seed"]) == (1, 2)
+    assert again.fidelity["reference"] == again.calibration
+    (entry,) = json.loads(cache.read_text()).values()
+    assert sorted(entry["references"]) == ["1", "2"]
