@@ -40,13 +40,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from analysis.fidelity import DAMAGE  # the verdict's own margin: one declaration
 from benchmarks.allreduce_runs import RunFailed, testbed_run
+from testbed.run.dilation import CALIBRATIONS_ENV
 from testbed.run.dilation_cache import CACHE_ENV
 
-#: A run whose calm p50 is this much above its reference's is damaged.
-DAMAGE = 0.05
-#: Calibration runs per D the verdict's tolerance is derived from (read by `testbed run`).
-CALIBRATIONS_ENV = "DBLP_TESTBED_CALIBRATIONS"
 #: A hard stop per run (calibrations included); the run's own progress timeout comes first.
 RUN_TIMEOUT_S = 4 * 3600
 REASONS_MAX = 120

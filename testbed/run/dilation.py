@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import schema
-from analysis.fidelity import Fidelity, Reference, tolerance
+from analysis.fidelity import DAMAGE, Fidelity, Reference, tolerance
 from workloads.transport.dilation import TimeDilation
 
 __all__ = [
@@ -171,14 +171,15 @@ def short_of_cpu(
     d: float, low: Sequence[Fidelity], high_d: float, high: Sequence[Fidelity], tol: float
 ) -> str | None:
     """Why D's calm rounds say it was short of CPU: slower than at the next D (`high`) by more
-    than the tolerance; None when dilating did not speed them up (or there is nothing to
-    compare)."""
+    than the tolerance and the DAMAGE floor (the verdict's own margin); None when dilating did
+    not speed them up (or there is nothing to compare)."""
     a, b = _calm(low), _calm(high)
-    if not a or not b or np.mean(a) <= np.mean(b) * (1 + tol):
+    margin = max(tol, DAMAGE)
+    if not a or not b or np.mean(a) <= np.mean(b) * (1 + margin):
         return None
     return (
         f"short of CPU at D={d:g}: calm rounds at {np.mean(a):.2f}x their pacing bound, "
-        f"{np.mean(b):.2f}x at D={high_d:g} (more than +{tol:.1%})"
+        f"{np.mean(b):.2f}x at D={high_d:g} (more than +{margin:.1%})"
     )
 
 

@@ -78,9 +78,14 @@ def test_calm_rounds_slower_than_the_shapes_calibration_are_unfaithful():
     f = fidelity.judge(_rounds(bound_ratio=1.18), NO_BURSTS, _info(calibration=_ref()))
     assert f.faithful is False and f.reference.limit == pytest.approx(1.166)
     assert "against 1.06x in this shape's calibration (seed 0, D=1)" in f.reasons[0]
-    assert "tolerance +10.0%, 3 calibrations" in f.reasons[0]
+    assert "+10.0%, the 3 calibrations" in f.reasons[0]
     ok = fidelity.judge(_rounds(bound_ratio=1.15), NO_BURSTS, _info(calibration=_ref()))
     assert ok.faithful is True
+    # calibrations that agree to 1% still leave the damage floor: 4% slower is not damage
+    tight = _info(calibration=_ref(tol=0.01))
+    assert fidelity.judge(_rounds(bound_ratio=1.06 * 1.04), NO_BURSTS, tight).faithful is True
+    f = fidelity.judge(_rounds(bound_ratio=1.06 * 1.06), NO_BURSTS, tight)
+    assert f.faithful is False and "+5.0%, the larger of the damage floor 5%" in f.reasons[0]
     # without a reference, only the backstop
     assert fidelity.judge(_rounds(bound_ratio=1.18), NO_BURSTS, _info()).faithful is True
 
