@@ -102,11 +102,12 @@ class Reference:
         return cls(**{f: d[f] for f in cls.__dataclass_fields__}) if d else None
 
 
-def tolerance(ratios_by_d: Sequence[Sequence[float]]) -> tuple[float, str]:
-    """The relative tolerance of one new run's calm ratio against the mean of its calibrations:
-    the one-sided TOLERANCE_CONFIDENCE Student-t prediction bound, t * s * sqrt(1 + 1/n), with
-    s the relative spread pooled over the dilations calibrated (each D's runs about their own
-    mean). With no D run twice there is no spread: MACHINE_TOLERANCE, measured the same way."""
+def tolerance(ratios_by_d: Sequence[Sequence[float]], versus: int = 1) -> tuple[float, str]:
+    """The relative tolerance of the mean of `versus` new runs' calm ratios against the mean of
+    n calibrations: the one-sided TOLERANCE_CONFIDENCE Student-t bound t * s * sqrt(1/versus +
+    1/n) (for one new run, the prediction bound sqrt(1 + 1/n)), with s the relative spread
+    pooled over the dilations calibrated (each D's runs about their own mean). With no D run
+    twice there is no spread: MACHINE_TOLERANCE, measured the same way."""
     groups = [np.asarray(g, dtype=float) for g in ratios_by_d if len(g) >= 2]
     dof = sum(len(g) - 1 for g in groups)
     if not dof:
@@ -114,9 +115,9 @@ def tolerance(ratios_by_d: Sequence[Sequence[float]]) -> tuple[float, str]:
     ss = sum(float(((g / g.mean() - 1) ** 2).sum()) for g in groups)
     n = min(len(g) for g in groups)
     t = float(_sp.t.ppf(TOLERANCE_CONFIDENCE, dof))
-    tol = t * np.sqrt(ss / dof) * np.sqrt(1 + 1 / n)
+    tol = t * np.sqrt(ss / dof) * np.sqrt(1 / versus + 1 / n)
     runs = sum(len(g) for g in groups)
-    return float(tol), f"{TOLERANCE_CONFIDENCE:.0%} t-prediction bound of {runs} calibrations"
+    return float(tol), f"{TOLERANCE_CONFIDENCE:.0%} t-bound of {runs} calibrations"
 
 
 @dataclass(frozen=True)

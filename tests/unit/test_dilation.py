@@ -175,26 +175,28 @@ def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkey
 
 
 @pytest.mark.parametrize(
-    ("calm", "chosen"),
+    ("calm", "chosen", "tried"),
     [
-        ({1.0: 1.06, 2.0: 1.05}, 1.0),  # within the tolerance: dilating changed nothing
-        # measured: D=1 1.19x, D=2 1.014x, D=4 0.997x; repeats agreeing to 0.3% made a 1.1%
-        # bound, so only the damage floor keeps D=2 from "short of CPU"
-        ({1.0: 1.19, 2.0: 1.014, 4.0: 0.997}, 2.0),
-        ({1.0: 1.25, 2.0: 1.07, 4.0: 1.06}, 2.0),  # D=1 ran 17% slower than D=2: starved
-        ({1.0: 1.40, 2.0: 1.25, 4.0: 1.08, 8.0: 1.07}, 4.0),
+        # measured alone (4-worker all-reduce): D=1 1.035x, D=4 ~0.997x: 3.8%, within 5%
+        ({1: 1.035, 2: 1.009, 4: 0.997, 8: 0.99}, 1, [1, 4]),
+        # measured with two busy loops: D=1 1.109x, D=2 1.067x (4%: neighbours pass it, while
+        # the run at D=1 was 8.3% slower than alone); against D=4 it is 8.7%
+        ({1: 1.109, 2: 1.067, 4: 1.02, 8: 1.0}, 4, [1, 2, 4, 8]),
+        ({1: 1.40, 2: 1.25, 4: 1.08, 8: 1.07}, 4, [1, 2, 4, 8]),  # a steep slope
+        ({1: 1.60, 2: 1.03, 4: 1.02, 8: 1.01}, 2, [1, 2, 4, 8]),
     ],
 )
-def test_a_faithful_d_that_dilating_speeds_up_is_short_of_cpu(tmp_path, monkeypatch, calm, chosen):
-    """Two busy loops beside a calibration at D=1 left it within every absolute limit (calm
-    1.245x its bound, against 1.06x alone); D=2 ran it at 1.07x. A D the next one speeds up
-    beyond the tolerance was short of CPU, though nothing else faults it."""
+def test_a_faithful_d_that_dilating_speeds_up_is_short_of_cpu(
+    tmp_path, monkeypatch, calm, chosen, tried
+):
+    """A calibration made beside two busy loops judges itself against nothing, and passes. A D
+    whose calm rounds AGAINST x its D makes faster beyond the margin was short of CPU."""
     # three repeats a D that agree to 0.3%: the spread's bound is ~1%, the damage floor 5%
     found, ran, _ = _calibrate(
-        tmp_path, monkeypatch, lambda d, r: calm.get(d, 1.06) * (1 + 0.003 * r), repeats=3
+        tmp_path, monkeypatch, lambda d, r: calm[d] * (1 + 0.003 * r), repeats=3
     )
     assert found.dilation == chosen
-    assert sorted({s.dilation for s in ran}) == [d for d in (1, 2, 4, 8) if d <= 2 * chosen]
+    assert sorted({s.dilation for s in ran}) == tried
     assert found.reference.calm_ratio == pytest.approx(calm[chosen] * 1.003)
     assert found.reference.tolerance < DAMAGE
     if chosen > 1:
@@ -207,7 +209,7 @@ def test_repeated_calibrations_set_the_tolerance_from_their_spread(tmp_path, mon
     # repeats keep the seed: it sets the paths, and the spread must be the machine's
     assert [(s.run_id, s.seed) for s in ran] == [
         ("D1", spec.seed), ("D1-1", spec.seed), ("D1-2", spec.seed),
-        ("D2", spec.seed), ("D2-1", spec.seed), ("D2-2", spec.seed),
+        ("D4", spec.seed), ("D4-1", spec.seed), ("D4-2", spec.seed),
     ]  # fmt: skip
     ref = found.reference
     assert found.dilation == 1.0 and ref.calm_ratio == pytest.approx(1.10)
