@@ -241,7 +241,7 @@ def _reference(
     calm = _calm(measured.get(d, []))
     if not calm or not all(v.faithful is True for v in measured[d]):
         return None
-    tol, source = tolerance(_kept(measured, rejected))
+    tol, source = tolerance(_kept(measured, rejected), workload=spec.workload)
     return Reference(d, spec.seed, float(np.mean(calm)), tol, source)
 
 
@@ -272,7 +272,8 @@ def calibrate(
             break
         high = measure(high_d)
         # two means of `repeats` runs each, and never below what counts as damage
-        margin = max(tolerance(_kept(measured, rejected), versus=repeats)[0], DAMAGE)
+        tol = tolerance(_kept(measured, rejected), versus=repeats, workload=spec.workload)[0]
+        margin = max(tol, DAMAGE)
         why = short_of_cpu(d, measured[d], high_d, high, margin)
         if why is None:
             break

@@ -90,15 +90,17 @@ def test_calm_rounds_slower_than_the_shapes_calibration_are_unfaithful():
     assert fidelity.judge(_rounds(bound_ratio=1.18), NO_BURSTS, _info()).faithful is True
 
 
-def test_tolerance_is_a_t_prediction_bound_of_the_calibrations_spread():
+def test_tolerance_is_a_t_bound_of_the_calibrations_spread():
     tol, source = fidelity.tolerance([[1.0, 1.1, 1.2]])  # relative sd 0.0909, 2 dof
     assert tol == pytest.approx(6.965 * 0.0909 * (1 + 1 / 3) ** 0.5, rel=1e-3)
     assert "3 calibrations" in source
-    assert fidelity.tolerance([[1.1], []]) == (
-        fidelity.MACHINE_TOLERANCE,
-        source := fidelity.tolerance([[1.1]])[1],
-    )
-    assert "machine" in source
+    # two means of 3 (the short-of-CPU check): sqrt(2/3), not the prediction's sqrt(4/3)
+    means, _ = fidelity.tolerance([[1.0, 1.1, 1.2]], versus=3)
+    assert means == pytest.approx(tol * (2 / 4) ** 0.5, rel=1e-6)
+    # no spread: the machine's, by workload (training's compute widens it)
+    for workload, machine in fidelity.MACHINE_TOLERANCE.items():
+        tol, source = fidelity.tolerance([[1.1], []], workload=workload)
+        assert tol == machine and "machine" in source
 
 
 def test_calm_rounds_that_cannot_keep_the_rate_make_it_unfaithful():
