@@ -40,9 +40,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from analysis import fidelity, schema
 from analysis.fidelity import DAMAGE  # the verdict's own margin: one declaration
 from benchmarks.allreduce_runs import RunFailed, testbed_run
-from testbed.run.dilation import CALIBRATIONS_ENV
+from testbed.run.dilation import CALIBRATION_DIR, CALIBRATIONS_ENV
 from testbed.run.dilation_cache import CACHE_ENV
 
 #: A hard stop per run (calibrations included); the run's own progress timeout comes first.
@@ -94,6 +95,7 @@ class Row:
     p50_ms: float | None = None
     reasons: tuple[str, ...] = ()
     alone_p50_ms: float | None = None  # the shape's alone run's: the damage's reference
+    run_dir: str | None = None
 
 
 def run_flags(shape: str, cond: Condition, out: Path) -> list[str]:
@@ -115,7 +117,7 @@ def row_of(shape: str, condition: str, summary: dict[str, Any]) -> Row:
     return Row(
         shape, condition, str(summary.get("status") or "no status"), summary.get("dilation"),
         summary.get("faithful"), f.get("calm_bound_ratio"), f.get("reference"),
-        summary.get("p50_ms"), tuple(f.get("reasons") or ()),
+        summary.get("p50_ms"), tuple(f.get("reasons") or ()), None, summary.get("run_dir"),
     )  # fmt: skip
 
 
@@ -192,6 +194,35 @@ def cells(row: Row) -> tuple[str, ...]:
             num(row.calm_ratio, ".2f"), reference_cell(ref), num(ref.get("tolerance"), ".3g"),
             num(row.p50_ms, ".2f"), "—" if d is None else f"{d:+.1%}", expected(row), check(row),
             reasons_cell(row.reasons))  # fmt: skip
+
+
+def one_calibration_tolerance(run_dir: Path) -> tuple[float, float, int] | None:
+    """(tolerance, s, dof) of one calibration against one run, t * s * sqrt(2), from an auto
+    run's repeated calibrations (at its D and above, all faithful): what MACHINE_TOLERANCE
+    holds for its workload. None without repeats."""
+    by_d: dict[float, list[float]] = {}
+    chosen = schema.read_run_info(run_dir).dilation
+    for path in sorted((run_dir / CALIBRATION_DIR).glob("*/run.json")):
+        if path.parent.is_symlink():
+            continue
+        info = schema.read_run_info(path.parent)
+        ratio = (info.fidelity or {}).get("calm_bound_ratio")
+        if info.dilation >= chosen and info.faithful is True and ratio is not None:
+            by_d.setdefault(info.dilation, []).append(float(ratio))
+    s, dof, _ = fidelity.spread(list(by_d.values()))
+    return (fidelity.t_bound(s, dof, 1, 1), s, dof) if dof else None
+
+
+def tolerance_lines(rows: Sequence[Row]) -> list[str]:
+    """Per alone row: the one-calibration tolerance its calibrations measure."""
+    out = []
+    for r in rows:
+        if r.condition != "alone" or r.status != "ok" or not r.run_dir:
+            continue
+        if (m := one_calibration_tolerance(Path(r.run_dir))) is not None:
+            out.append(f"- {r.shape}: one-calibration tolerance {m[0]:.3f} "
+                       f"(s {m[1]:.2%}, {m[2]} dof; t * s * sqrt(2))")  # fmt: skip
+    return out
 
 
 def markdown_line(values: Sequence[str]) -> str:
@@ -292,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown_line(cells(rows[-1])), flush=True)
         (args.out / "fidelity_control.md").write_text(f"{table(rows)}\n\n{summary_line(rows)}\n")
     print(summary_line(rows))
+    if lines := tolerance_lines(rows):
+        print("\n".join(["", "MACHINE_TOLERANCE's measure, per alone row:", *lines]))
+        with (args.out / "fidelity_control.md").open("a") as md:
+            md.write("\n".join(["", "MACHINE_TOLERANCE's measure, per alone row:", *lines, ""]))
     return 1 if any(r.status == NO_SUMMARY for r in rows) else 0
 
 

@@ -184,3 +184,28 @@ def test_the_allreduce_command_line_is_unchanged_for_other_benchmarks():
 )
 def test_the_other_benchmarks_still_import_their_run_helpers(module):
     importlib.import_module(f"benchmarks.{module}")
+
+
+def test_the_one_calibration_tolerance_comes_from_the_alone_runs_repeats(tmp_path):
+    """What MACHINE_TOLERANCE holds: t * s * sqrt(2) over the repeats at the chosen D and
+    above, all faithful; a D below it (short of CPU) and the `last` link are left out."""
+    from analysis import fidelity, schema
+    from testbed.run.dilation import CALIBRATION_DIR
+
+    def run(path, d, ratio, faithful=True):
+        path.mkdir(parents=True)
+        info = schema.RunInfo(run_id=path.name, status="ok", dilation=d, faithful=faithful,
+                              fidelity={"calm_bound_ratio": ratio})  # fmt: skip
+        schema.write_run_info(path, info)
+
+    run(tmp_path, 2.0, 1.0)
+    calib = tmp_path / CALIBRATION_DIR
+    for name, d, ratio in [("D1", 1, 1.3), ("D1-1", 1, 1.1), ("D2", 2, 1.0), ("D2-1", 2, 1.02),
+                           ("D8", 8, 0.99), ("D8-1", 8, 1.01)]:  # fmt: skip
+        run(calib / name, d, ratio)
+    (calib / "last").symlink_to(calib / "D8-1")
+    tol, s, dof = fc.one_calibration_tolerance(tmp_path)
+    expect_s, expect_dof, _ = fidelity.spread([[1.0, 1.02], [0.99, 1.01]])
+    assert (s, dof) == (pytest.approx(expect_s), 2) and expect_dof == 2
+    assert tol == pytest.approx(fidelity.t_bound(expect_s, 2, 1, 1))
+    assert fc.one_calibration_tolerance(tmp_path / CALIBRATION_DIR / "D2") is None
