@@ -193,7 +193,7 @@ def test_the_one_calibration_tolerance_comes_from_the_alone_runs_repeats(tmp_pat
     from testbed.run.dilation import CALIBRATION_DIR
 
     def run(path, d, ratio, faithful=True):
-        path.mkdir(parents=True)
+        path.mkdir(parents=True, exist_ok=True)
         info = schema.RunInfo(run_id=path.name, status="ok", dilation=d, faithful=faithful,
                               fidelity={"calm_bound_ratio": ratio})  # fmt: skip
         schema.write_run_info(path, info)
