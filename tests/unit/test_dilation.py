@@ -163,8 +163,8 @@ def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkey
     found, ran, _ = _calibrate(
         tmp_path, monkeypatch, lambda d, r: 1.1, faithful_at=lambda d: d >= 4
     )
-    # D=4 is faithful, and D=8 shows dilating further does not speed it up
-    assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0, 8.0]
+    # D=4 is taken as is: D=1 and D=2 broke a clause, so no check at 4D is needed
+    assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0]
     first = ran[0]
     kept = (first.workload, first.burst, first.rounds, first.size_mib, first.mtu)
     assert kept == ("allreduce", "none", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
@@ -293,3 +293,17 @@ def test_a_training_run_calibrates_with_its_own_first_steps(transport):
     assert (calib.model, calib.batch_size, calib.phase) == ("mnist1d", 64, "paper")
     assert calib.steps == dilation.CALIBRATION_STEPS and calib.label is None
     assert dilation.calibration_spec(spec.model_copy(update={"steps": 8}), 1.0).steps == 8
+
+
+def test_a_d_reached_past_an_unfaithful_one_is_not_checked(tmp_path, monkeypatch):
+    """The demo's training shape broke the lateness clause at D=1; D=2 is taken without a
+    calibration at D=8 (150 s there). After a check's rejection, load is evident: D=2 is
+    checked too."""
+    calm = {1: 1.05, 2: 1.02, 4: 1.01, 8: 1.0}
+    found, ran, _ = _calibrate(
+        tmp_path, monkeypatch, lambda d, r: calm[d], faithful_at=lambda d: d > 1
+    )
+    assert found.dilation == 2.0 and [s.dilation for s in ran] == [1.0, 2.0]
+    load = {1: 1.109, 2: 1.067, 4: 1.02, 8: 1.0}  # measured under two busy loops
+    found, ran, _ = _calibrate(tmp_path, monkeypatch, lambda d, r: load[d])
+    assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 4.0, 2.0, 8.0]
