@@ -34,7 +34,10 @@ pytestmark = [pytest.mark.require_root, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 LABS = REPO / "docs" / "labs"
 BIN = Path(sys.executable).parent
-LINE_TIMEOUT_S = 150  # the handouts promise ~60 s a line; a loaded shared machine gets slack
+#: The handouts promise ~60 s a line once a shape is calibrated. A shape's first run now also
+#: checks its D against a calibration at 4D (testbed/run/dilation.py), and lab 2's optireduce
+#: line ran past 150 s with it on this machine.
+LINE_TIMEOUT_S = 300
 PREFIXES = ("testbed ", "printf ", "echo ")  # what a handout may ask a student to type
 BLOCK = re.compile(r"^```lab-check[ \t]*\n(.*?)^```", re.S | re.M)
 COMPARE = re.compile(r"^(\S+)\s*(>=|<=|==|>|<)\s*(\S+)$")
