@@ -187,6 +187,8 @@ def _info_row(run_dir: Path, info: RunInfo) -> dict:
         "reason": info.reason,
         "unfaithful": info.faithful is False,
         "not_judged": info.faithful is None,
+        # judged by the verdict before the calibration reference (no p95 lateness recorded)
+        "earlier_verdict": bool(info.fidelity) and "late_p95_ms" not in info.fidelity,
         "oversubscribed": info.oversubscribed,
         "dilation": info.dilation,
         "warnings": "; ".join(info.warnings),

@@ -183,14 +183,27 @@ def dilation_line(runs: Runs) -> str:
     )
 
 
+def _earlier_verdict(runs: Runs) -> str:
+    """Runs keep the verdict of the code that made them: say so where it was the earlier one."""
+    r = runs.runs
+    k = int(r["earlier_verdict"].sum()) if "earlier_verdict" in r else 0
+    if not k:
+        return ""
+    return (
+        f" {k} of {len(r)} runs were judged by the earlier verdict (more than 5% of rounds with "
+        "the loop late beyond max(one idle gap, 10% of the round), or calm rounds above 1.5x "
+        "their bound), as run.json records it."
+    )
+
+
 def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
     lines = [
         "## Validity",
         "",
         "A run is **unfaithful** when the transport's event loop woke more than one idle gap "
         f"after its timer at the p{LATE_QUANTILE * 100:.0f} of its rounds, or its calm rounds "
-        "ran slower against their pacing bound than the same shape's calibration at the same "
-        f"D allows (a one-sided {TOLERANCE_CONFIDENCE:.0%} prediction bound from repeated "
+        "ran slower against their pacing bound than the same shape and seed's calibration "
+        f"allows (by more than 5% or a one-sided {TOLERANCE_CONFIDENCE:.0%} bound from repeated "
         f"calibrations), or slower than {CALM_BOUND_MAX}x it in any case (the emulator did not "
         "keep up; the median CPU wait per round is shown but is not the verdict). Under bursts "
         f"a run with fewer than {MIN_CALM_ROUNDS} calm rounds is **not judged**. "
@@ -199,7 +212,8 @@ def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
         "source that is not the rank the header names, non-finite values): someone else was "
         "sending into the job. Only runs with status ok"
         + ("" if runs.include_unfaithful else " and faithful")
-        + " are aggregated.",
+        + " are aggregated."
+        + _earlier_verdict(runs),
         "",
         markdown(view(tables["validity"], VALIDITY_VIEW)),
         "CSV: [tables/validity.csv](tables/validity.csv)",

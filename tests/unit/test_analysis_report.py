@@ -198,3 +198,20 @@ def test_the_same_runs_give_the_same_report_bytes(tmp_path):
     assert tables == {p.name: p.read_bytes() for p in (tmp_path / "tables").glob("*.csv")}
     sources = first.decode().split("## Sources")[1]
     assert f"`runs/{dirs[0].name}`" in sources and str(tmp_path) not in sources
+
+
+def test_runs_judged_by_the_earlier_verdict_are_named_as_such():
+    """A run keeps the verdict of the code that made it; the validity section says which rule
+    judged runs from before the calibration reference (no p95 lateness in their run.json)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from analysis.report.validity import _earlier_verdict
+
+    def runs(*earlier):
+        return SimpleNamespace(runs=pd.DataFrame({"earlier_verdict": list(earlier)}))
+
+    assert _earlier_verdict(runs(False, False)) == ""
+    text = _earlier_verdict(runs(True, False, True))
+    assert "2 of 3 runs were judged by the earlier verdict" in text and "1.5x" in text
