@@ -13,10 +13,10 @@ round (`total` rows, warm-up excluded):
   nothing else faults.
 - **pacing on calm rounds** — a rank's round latency over its own sending bound (its wire
   bytes at its pacing rate), median over rounds that overlap no burst, against the *shape's
-  own calibration* (`Reference`: the same shape without bursts, at the same D): slower than the
-  reference by more than its tolerance says the senders lost CPU the calibration had. The
-  tolerance is the spread of repeated calibrations (`tolerance`), not a choice. CALM_BOUND_MAX
-  stays as a backstop for runs without a reference.
+  own calibration* (`Reference`: the same shape and seed without bursts, valid at any D):
+  slower than the reference by more than its margin says the senders lost CPU the calibration
+  had. The margin is the spread of repeated calibrations (`tolerance`), never under DAMAGE.
+  CALM_BOUND_MAX stays as a backstop for runs without a reference.
 
 Under bursts the pacing clause needs MIN_CALM_ROUNDS distinct calm rounds; with fewer the run
 is **not judged** (`faithful` None, never True). tcp runs have no event loop of ours, so they
@@ -56,10 +56,12 @@ TOLERANCE_CONFIDENCE = 0.99
 #: calibration against one run, t * s * sqrt(2), from the spread of this machine's repeated
 #: calibrations as `python -m benchmarks.fidelity_control` measures and prints it (training's
 #: compute shares the cores, so its calm rounds spread wider). DBLP_TESTBED_CALIBRATIONS=3
-#: derives the tolerance per shape instead. Measured 2026-12-07 (3 calibrations a D, the chosen
-#: D and above): the 4-worker all-reduce 0.009 (s 0.20%, 6 dof); MNIST-1D training 0.047
-#: (s 1.06%, 6 dof); the demo's digits training 0.057 (s 1.07%, 4 dof). Below DAMAGE they
-#: matter only through `Reference.margin`, which never goes under it.
+#: derives the tolerance per shape instead. From the 2026-12-07 sitting's alone runs (3
+#: calibrations a D, the chosen D and above; `fidelity_control.one_calibration_tolerance`,
+#: which the benchmark prints from its next sitting on): the 4-worker all-reduce 0.009
+#: (s 0.20%, 6 dof); MNIST-1D training 0.047 (s 1.06%, 6 dof); the demo's digits training
+#: 0.057 (s 1.07%, 4 dof). Below DAMAGE they matter only through `Reference.margin`, which
+#: never goes under it.
 MACHINE_TOLERANCE = {"allreduce": 0.009, "train": 0.057}
 #: Under bursts, fewer calm rounds than this and the pacing invariant is reported, not judged
 #: (the quantile rule's 10 / (1 - q) for a median): under a dense preset a training run may
@@ -173,7 +175,7 @@ def _wire_bytes(payload: pd.Series, mtu: int) -> pd.Series:
 
 def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> Fidelity:
     """The verdict on one run's rounds (all ranks) given its bursts and run.json (whose
-    `calibration` is the shape's `Reference` at this D, when one was measured)."""
+    `calibration` is the shape and seed's `Reference`, when one was measured)."""
     ref = Reference.from_dict(info.calibration)
     r = rounds[(rounds["stage"] == "total") & ~rounds["is_warmup"]]
     if r.empty:

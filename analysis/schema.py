@@ -281,8 +281,8 @@ class RunInfo(BaseModel):
     # The fidelity verdict (analysis/fidelity.py): False when the CPU distorted the timing,
     # None when the run could not be judged (too few calm rounds under bursts).
     faithful: bool | None = True
-    # The shape's calibration at this D that the verdict compares with (fidelity.Reference as a
-    # dict); empty when none was measured (an explicit D of a shape never calibrated)
+    # The shape and seed's calibration the verdict compares with, at any D (fidelity.Reference
+    # as a dict); empty when none was measured (an explicit D of a shape never calibrated)
     calibration: dict[str, Any] = Field(default_factory=dict)
     fidelity: dict[str, Any] = Field(default_factory=dict)
     cpu_ms_per_mib: float | None = None  # UDP transport loops' CPU per MiB sent, all ranks

@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis.fidelity import (
     CALM_BOUND_MAX,
+    DAMAGE,
     LATE_QUANTILE,
     MIN_CALM_ROUNDS,
     SHAM_SHIFT_MAX,
@@ -203,7 +204,8 @@ def validity_section(runs: Runs, tables: dict[str, pd.DataFrame]) -> list[str]:
         "A run is **unfaithful** when the transport's event loop woke more than one idle gap "
         f"after its timer at the p{LATE_QUANTILE * 100:.0f} of its rounds, or its calm rounds "
         "ran slower against their pacing bound than the same shape and seed's calibration "
-        f"allows (by more than 5% or a one-sided {TOLERANCE_CONFIDENCE:.0%} bound from repeated "
+        f"allows (by more than {DAMAGE:.0%} or a one-sided {TOLERANCE_CONFIDENCE:.0%} bound from "
+        "repeated "
         f"calibrations), or slower than {CALM_BOUND_MAX}x it in any case (the emulator did not "
         "keep up; the median CPU wait per round is shown but is not the verdict). Under bursts "
         f"a run with fewer than {MIN_CALM_ROUNDS} calm rounds is **not judged**. "

@@ -48,11 +48,11 @@ def auto_dilation(
                   f"at the cached D={d:g} (once per machine, shape and seed)"})  # fmt: skip
             found = reference_at(spec, d, out_dir, calibration_run)
             ref = found.as_dict() if found else None
-            try:
-                if ref:
+            if ref:
+                try:
                     dilation_cache.add_reference(spec, ref)
-            except OSError as e:
-                info.warnings.append(_unwritten(where, e))
+                except OSError as e:
+                    info.warnings.append(_unwritten(where, e))
         info.calibration = ref or {}
         return d, why
     ladder = entry.dilations() if entry is not None else CALIBRATION_DILATIONS

@@ -185,9 +185,10 @@ def _suspect(dilations: Sequence[float], i: int, rejected: dict[float, str]) -> 
     """Whether dilations[i] needs the short-of-CPU check: the first rung (a calibration there
     has nothing but itself to judge by), or one whose rung below the check rejected (load is
     evident). A D reached because the one below broke a clause outright is taken as is: the
-    check costs a calibration at 4D (150 s for the demo's training shape at D = 8), which made
-    `make demo` take 14 minutes; measured risk: two busy loops, the all-reduce at D = 2 ran its
-    calibrations at 1.07x their bound against 1.02x alone (+4.6%)."""
+    check costs a calibration at 4D (150 s for the demo's training shape at D = 8); checking
+    every rung made the first `make demo` take 15 minutes; measured risk: two busy loops, the
+    all-reduce at D = 2 ran its calibrations at 1.07x their bound against 1.02x alone
+    (+4.6%)."""
     return i == 0 or dilations[i - 1] in rejected
 
 
