@@ -13,13 +13,15 @@ round (`total` rows, warm-up excluded):
   nothing else faults.
 - **pacing on calm rounds** — a rank's round latency over its own sending bound (its wire
   bytes at its pacing rate), median over rounds that overlap no burst, against the *shape's
-  own calibration* (`Reference`: the same shape and seed without bursts, valid at any D):
-  slower than the reference by more than its margin says the senders lost CPU the calibration
-  had. The margin is the spread of repeated calibrations (`tolerance`), never under DAMAGE.
-  CALM_BOUND_MAX stays as a backstop for runs without a reference.
+  own calibration* (`Reference`: the same shape and seed under its preset's control, valid at
+  any D): slower than the reference by more than its margin says the senders lost CPU the
+  calibration had. The margin is the spread of repeated calibrations (`tolerance`), never
+  under DAMAGE. CALM_BOUND_MAX stays as a backstop for runs without a reference.
 
 Under bursts the pacing clause needs MIN_CALM_ROUNDS distinct calm rounds; with fewer the run
-is **not judged** (`faithful` None, never True). tcp runs have no event loop of ours, so they
+is **not judged** (`faithful` None, never True). A control preset's windows (`sham`,
+`Preset.control`) change nothing on the network, so under one every round is calm: its CPU
+cost is what the verdict is there to see. tcp runs have no event loop of ours, so they
 are judged by the pacing clause alone. The CPU-wait share stays a reported figure, not the
 verdict. The sham-vs-none shift is a sweep-level check (`sham_shift`), shown in the report's
 validity section.
@@ -79,11 +81,12 @@ SHAM_SHIFT_MAX = 0.10
 
 @dataclass(frozen=True)
 class Reference:
-    """What a run of this shape and seed looked like in its calibration (no bursts): its calm
-    rounds' ratio to their pacing bound (mean over the calibrations), and how much more a
-    faithful run may show (`tolerance`, relative) and where that figure came from. Per seed,
-    because the seed sets the ECMP hash and so the paths: seeds 5-7 of one all-reduce shape
-    ran their calm rounds at 1.07-1.18x, more than the CPU damage the verdict must see."""
+    """What a run of this shape and seed looked like in its calibration (under its preset's
+    control, `Preset.control`: the bursts' CPU cost, not their effect): its calm rounds' ratio
+    to their pacing bound (mean over the calibrations), and how much more a faithful run may
+    show (`tolerance`, relative) and where that figure came from. Per seed, because the seed
+    sets the ECMP hash and so the paths: seeds 5-7 of one all-reduce shape ran their calm
+    rounds at 1.07-1.18x, more than the CPU damage the verdict must see."""
 
     dilation: float
     seed: int
@@ -177,6 +180,8 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
     """The verdict on one run's rounds (all ranks) given its bursts and run.json (whose
     `calibration` is the shape and seed's `Reference`, when one was measured)."""
     ref = Reference.from_dict(info.calibration)
+    if info.preset_role == "control":
+        bursts = bursts.iloc[0:0]  # its windows change nothing on the network: all rounds calm
     r = rounds[(rounds["stage"] == "total") & ~rounds["is_warmup"]]
     if r.empty:
         return Fidelity(True, reference=ref)

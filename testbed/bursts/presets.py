@@ -46,8 +46,10 @@ __all__ = [
     "Stream",
     "Target",
     "MAX_EVENTS",
+    "NEUTRAL",
     "builtin_names",
     "check_event_bound",
+    "dump_preset",
     "load",
     "parse_preset",
 ]
@@ -239,12 +241,36 @@ class Preset(_Frozen):
         """True when the events follow the run's rounds, not a timeline."""
         return any(s.align == "round" for s in self.streams)
 
+    def control(self) -> Preset:
+        """This preset's CPU cost without its network effect (the `sham` idea, for any preset):
+        the same streams and so the same seeded windows, with loss rules rewritten at
+        probability 0, squeezes to the full rate, delays of 0 ms, and incast senders sending the
+        same traffic to idle neighbours (`sham`). The calibration of `--dilation auto` plays it:
+        the burst player's work and an incast's forwarding compete for the cores the run uses."""
+        return Preset(
+            name=f"{self.name}-control", role="control", streams=tuple(map(_neutral, self.streams)),
+            description=f"{self.name}'s CPU cost without its network effect (Preset.control)",
+        )  # fmt: skip
+
     @property
     def hash(self) -> str:
         """sha256 of what the preset *does* (streams), not of its name or prose. The alignment
         fields are left out of time-windowed streams, so their hashes predate them."""
         body = json.dumps([_hashed(s) for s in self.streams], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+#: A kind's magnitude that leaves the network as it is.
+NEUTRAL = {"loss": 0.0, "squeeze": 1.0, "delay": 0.0}
+
+
+def _neutral(s: Stream) -> Stream:
+    """The stream with its network effect gone: an incast's senders send to idle neighbours
+    (`sham`), the rest take their NEUTRAL magnitude (a Gilbert loss its good state's too)."""
+    if s.kind == "incast":
+        return s.model_copy(update={"sham": True})
+    gilbert = s.gilbert.model_copy(update={"loss_good": 0.0}) if s.gilbert else None
+    return s.model_copy(update={"magnitude": NEUTRAL[s.kind], "gilbert": gilbert})
 
 
 def _hashed(s: Stream) -> dict:
@@ -305,6 +331,14 @@ def parse_preset(text: str, source: str = "<string>") -> Preset:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise PresetError(f"{source}: {_field_path(first['loc'])}: {first['msg']}") from exc
+
+
+def dump_preset(preset: Preset) -> str:
+    """TOML text that `parse_preset` reads back as `preset`: a derived preset as a file a run
+    can name in `--burst` (and its run folder keeps)."""
+    import tomli_w
+
+    return tomli_w.dumps(preset.model_dump(mode="json", exclude_none=True))
 
 
 def builtin_names() -> list[str]:

@@ -47,6 +47,7 @@ __all__ = [
     "CALIBRATIONS_ENV",
     "CALIBRATION_DILATIONS",
     "Calibration",
+    "calibration_burst",
     "calibrate",
     "calibrations",
     "reference_at",
@@ -134,14 +135,38 @@ def undilate_run(run_dir: Path, dilation: float, t0: float) -> list[str]:
     return done
 
 
-def calibration_spec(spec: Any, dilation: float, repeat: int = 0) -> Any:
-    """The short run that tells whether `spec` is faithful at `dilation`, without bursts: a
-    training run's first CALIBRATION_STEPS steps (its model, batch, workers, transport and ε
-    schedule), or CALIBRATION_ROUNDS rounds of an all-reduce's own size. Repeats keep the
-    seed (it sets the paths, see `Reference`): their spread is the machine's, on the run's own
-    paths."""
+def calibration_burst(spec: Any, out_dir: Path) -> tuple[str, str]:
+    """(the `--burst` calibrations play, what it is): the control of the run's preset
+    (`Preset.control`: its windows, its loss rules at probability 0, its incast senders sending
+    to idle neighbours), written into `out_dir`, so the calibration pays the CPU the bursts
+    cost the run: at D = 1 the demo's burst-free calibration passed while its run under
+    `heavy` woke its loop 3.3 ms late at the p95. "none" for a burst-free preset, or one whose
+    control the topology cannot play (a sham sender needs an idle neighbour), saying so."""
+    from testbed.bursts import presets
+    from testbed.run.plan import plan
+    from testbed.spec import SpecError
+
+    control = presets.load(spec.burst).control()
+    if not control.streams:
+        return "none", "without bursts"
+    path = Path(out_dir) / f"{control.name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(presets.dump_preset(control))
+    try:
+        plan(type(spec).model_validate(spec.model_dump() | {"burst": str(path), "dilation": 1.0}))
+    except SpecError as e:
+        return "none", f"without bursts ({control.name} cannot be played here: {e})"
+    return str(path), f"under {control.name} (the bursts' CPU cost without their effect)"
+
+
+def calibration_spec(spec: Any, dilation: float, repeat: int = 0, burst: str = "none") -> Any:
+    """The short run that tells whether `spec` is faithful at `dilation`: a training run's
+    first CALIBRATION_STEPS steps (its model, batch, workers, transport and ε schedule), or
+    CALIBRATION_ROUNDS rounds of an all-reduce's own size, playing `burst` (the control of its
+    preset, `calibration_burst`). Repeats keep the seed (it sets the paths, see `Reference`):
+    their spread is the machine's, on the run's own paths."""
     run_id = f"D{dilation:g}" + (f"-{repeat}" if repeat else "")
-    common = {"burst": "none", "dilation": dilation, "run_id": run_id, "label": None}
+    common = {"burst": burst, "dilation": dilation, "run_id": run_id, "label": None}
     if spec.workload == "train":
         steps = min(spec.steps or CALIBRATION_STEPS, CALIBRATION_STEPS)
         return type(spec).model_validate(spec.model_dump() | common | {"steps": steps})
@@ -231,14 +256,16 @@ def choose(
     return d, f"auto: no calibration was faithful ({tried}); the largest, D={d:g}: {why}"
 
 
-def _runs(spec: Any, d: float, out_dir: Path, run: CalibrationRun, repeats: int) -> list[Fidelity]:
+def _runs(
+    spec: Any, d: float, out_dir: Path, run: CalibrationRun, repeats: int, burst: str
+) -> list[Fidelity]:
     """The verdicts of `repeats` calibration runs at D; RuntimeError naming one that did not
     end ok (a D is never picked, nor a reference set, on a run that did not happen)."""
     from analysis.fidelity import judge_run
 
     verdicts = []
     for r in range(repeats):
-        status, run_dir, reason = run(calibration_spec(spec, d, r), out_dir)
+        status, run_dir, reason = run(calibration_spec(spec, d, r, burst), out_dir)
         if status != "ok" or run_dir is None:
             raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
         verdicts.append(judge_run(run_dir))
@@ -268,11 +295,12 @@ def calibrate(
     the D `_against` it does not find `short_of_cpu` (the top needs no such check); return what
     `choose` picks and the reference it sets."""
     repeats = repeats or calibrations()
+    burst, played = calibration_burst(spec, out_dir)
     measured: dict[float, list[Fidelity]] = {}
 
     def measure(d: float) -> list[Fidelity]:
         if d not in measured:
-            measured[d] = _runs(spec, d, out_dir, run, repeats)
+            measured[d] = _runs(spec, d, out_dir, run, repeats, burst)
         return measured[d]
 
     rejected: dict[float, str] = {}
@@ -290,7 +318,7 @@ def calibrate(
             break
         rejected[d] = why
     d, why = choose(sorted(measured.items()), rejected)
-    return Calibration(d, why, _reference(spec, d, measured, rejected))
+    return Calibration(d, f"{why}, {played}", _reference(spec, d, measured, rejected))
 
 
 def reference_at(
@@ -298,7 +326,8 @@ def reference_at(
 ) -> Reference | None:
     """The reference of a seed the shape's calibration did not run: `repeats` calibration
     runs at the D the cache holds (no ladder: that D is known)."""
-    measured = {d: _runs(spec, d, out_dir, run, repeats or calibrations())}
+    burst, _ = calibration_burst(spec, out_dir)
+    measured = {d: _runs(spec, d, out_dir, run, repeats or calibrations(), burst)}
     return _reference(spec, d, measured, {})
 
 

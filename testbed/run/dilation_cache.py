@@ -4,10 +4,11 @@
 An entry is a measurement, and runs can contradict it: an auto run that ends unfaithful at the D
 it was given raises its shape's floor, so the next auto run of that shape calibrates above it
 (`distrust`). Nothing lowers a floor; deleting the file (`testbed doctor` prints where it is)
-starts over. The key is the machine (CPU count and model, kernel) and the fields of
-`SHAPE_FIELDS`: a calibration is the run's network and senders without bursts, so the seed, the
-burst preset and the training recipe do not change it; the workload and model are kept because
-a training run's compute competes for the same cores.
+starts over. The key is the machine (CPU count and model, kernel), the fields of
+`SHAPE_FIELDS` and the hash of the preset's control (`Preset.control`): a calibration is the
+run's network and senders under its bursts' CPU cost, so the seed, the bursts' magnitudes
+(paper-60 ... paper-90 share one control) and the training recipe do not change it; the
+workload and model are kept because a training run's compute competes for the same cores.
 """
 
 from __future__ import annotations
@@ -77,12 +78,21 @@ def _machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "cpu": model, "kernel": platform.release()}
 
 
-def shape_key(spec: Any) -> str:
-    """12 hex digits naming this machine and the spec's shape."""
+def _shape(spec: Any) -> dict[str, Any]:
+    """What a calibration's verdict depends on besides the machine: SHAPE_FIELDS, with a
+    topology file by its content, and the CPU cost of the bursts (their control's hash)."""
+    from testbed.bursts import presets
+
     data = {f: getattr(spec, f) for f in SHAPE_FIELDS}
+    data["bursts_cpu"] = presets.load(spec.burst).control().hash
     if data["topo_file"] is not None:
         data["topo_file"] = hashlib.sha256(Path(data["topo_file"]).read_bytes()).hexdigest()
-    blob = json.dumps(data | _machine(), sort_keys=True, default=str)
+    return data
+
+
+def shape_key(spec: Any) -> str:
+    """12 hex digits naming this machine and the spec's shape."""
+    blob = json.dumps(_shape(spec) | _machine(), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -113,7 +123,7 @@ def _store(spec: Any, entry: Entry, path: Path | None) -> Entry:
     """Write one entry atomically (rename), keeping the others."""
     path = path or cache_path()
     data = _load(path)
-    shape = {f: str(getattr(spec, f)) for f in SHAPE_FIELDS}
+    shape = {k: str(v) for k, v in _shape(spec).items()}
     data[shape_key(spec)] = asdict(entry) | {"shape": shape}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -96,7 +96,10 @@ def test_probe_throughput_drops_inside_loss_windows(heavy_run):
     calm = [r["mbps"] for r in rows if overlap(r) == 0]
     assert hit and calm
     assert statistics.median(hit) < 0.8 * statistics.median(calm)
-    assert statistics.median(calm) == pytest.approx(50.0, abs=5.0)
+    # never above the probe's 50 Mbit/s; how close to it the probe gets outside the windows is
+    # the machine's CPU (this test runs at D = 1, undilated): 48-52 here, 37.6 once on a CI
+    # machine running 1.5x slower than this one
+    assert 25.0 < statistics.median(calm) <= 55.0
 
 
 def test_nothing_is_left_after_stop(tree, heavy_run):

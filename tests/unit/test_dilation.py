@@ -2,12 +2,14 @@
 stretched playback, the worker's scaled transport, and how `auto` chooses D."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from analysis import schema
 from analysis.fidelity import DAMAGE, MACHINE_TOLERANCE, Fidelity
+from testbed.bursts import presets
 from testbed.bursts.schedule import Event
 from testbed.bursts.scheduler import BurstScheduler
 from testbed.run import dilation
@@ -166,8 +168,11 @@ def test_calibration_runs_the_runs_own_allreduce_until_faithful(tmp_path, monkey
     # D=4 is taken as is: D=1 and D=2 broke a clause, so no check at 4D is needed
     assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 2.0, 4.0]
     first = ran[0]
-    kept = (first.workload, first.burst, first.rounds, first.size_mib, first.mtu)
-    assert kept == ("allreduce", "none", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
+    kept = (first.workload, first.rounds, first.size_mib, first.mtu)
+    assert kept == ("allreduce", dilation.CALIBRATION_ROUNDS, 2.0, 9000)
+    # under heavy's control, written beside the calibrations: the bursts' CPU, not their loss
+    assert presets.load(first.burst) == presets.load("heavy").control()
+    assert Path(first.burst).parent == tmp_path and "under heavy-control" in found.why
     ref = found.reference
     assert (ref.calm_ratio, ref.dilation, ref.seed) == (pytest.approx(1.1), 4.0, 0)
     with pytest.raises(RuntimeError, match="D=1 failed"):
@@ -288,8 +293,8 @@ def test_a_training_run_calibrates_with_its_own_first_steps(transport):
     on its own steps (model, batch, ε schedule kept), not on an all-reduce of its size."""
     spec = RunSpec(workload="train", transport=transport, phase="paper", model="mnist1d",
                    batch_size=64, burst="paper-90", label="x")  # fmt: skip
-    calib = dilation.calibration_spec(spec, 2.0)
-    assert (calib.workload, calib.dilation, calib.burst) == ("train", 2.0, "none")
+    calib = dilation.calibration_spec(spec, 2.0, burst="control.toml")
+    assert (calib.workload, calib.dilation, calib.burst) == ("train", 2.0, "control.toml")
     assert (calib.model, calib.batch_size, calib.phase) == ("mnist1d", 64, "paper")
     assert calib.steps == dilation.CALIBRATION_STEPS and calib.label is None
     assert dilation.calibration_spec(spec.model_copy(update={"steps": 8}), 1.0).steps == 8
@@ -307,3 +312,18 @@ def test_a_d_reached_past_an_unfaithful_one_is_not_checked(tmp_path, monkeypatch
     load = {1: 1.109, 2: 1.067, 4: 1.02, 8: 1.0}  # measured under two busy loops
     found, ran, _ = _calibrate(tmp_path, monkeypatch, lambda d, r: load[d])
     assert found.dilation == 4.0 and [s.dilation for s in ran] == [1.0, 4.0, 2.0, 8.0]
+
+
+def test_the_calibration_plays_the_control_of_the_runs_preset(tmp_path):
+    """Bursts cost CPU (the player's rule changes, an incast's forwarding): the calibration pays
+    it, without the loss, so the D it picks is one the run under bursts can keep up at."""
+    burst, played = dilation.calibration_burst(RunSpec(burst="none"), tmp_path)
+    assert (burst, played) == ("none", "without bursts") and not any(tmp_path.iterdir())
+    burst, played = dilation.calibration_burst(RunSpec(burst="paper-90", workers=4), tmp_path)
+    control = presets.load(burst)
+    assert control.role == "control" and "paper-90-control" in played
+    assert [s.magnitude for s in control.streams] == [0.0]
+    # a control the topology cannot play (a sham sender needs an idle neighbour; 15 workers
+    # on k=4 leave one idle host): the calibration says so and runs without bursts
+    burst, played = dilation.calibration_burst(RunSpec(burst="sham", workers=15), tmp_path)
+    assert burst == "none" and "cannot be played here" in played

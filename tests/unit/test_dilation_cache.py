@@ -8,12 +8,15 @@ from testbed.run.dilation import CALIBRATION_DILATIONS
 from testbed.spec import RunSpec
 
 
-def test_a_shape_is_the_network_and_the_senders_not_the_seed_or_the_bursts():
+def test_a_shape_is_the_network_the_senders_and_the_bursts_cpu_not_the_seed_or_magnitudes():
     key = dilation_cache.shape_key
-    base = RunSpec()
-    assert key(base) == key(RunSpec(seed=7, burst="heavy", lr=0.5, steps=30, label="x"))
+    base = RunSpec(burst="heavy")
+    # sham is heavy's control: the same CPU cost; paper-60 ... paper-90 differ in loss alone
+    assert key(base) == key(RunSpec(seed=7, burst="sham", lr=0.5, steps=30, label="x"))
+    assert key(RunSpec(burst="paper-60")) == key(RunSpec(burst="paper-90"))
     for other in (RunSpec(workers=2), RunSpec(bw=25.0), RunSpec(k=6), RunSpec(mtu=9000),
-                  RunSpec(transport="tcp"), RunSpec(workload="allreduce")):  # fmt: skip
+                  RunSpec(transport="tcp"), RunSpec(workload="allreduce"), RunSpec(),
+                  RunSpec(burst="moderate")):  # fmt: skip
         assert key(other) != key(base)
 
 

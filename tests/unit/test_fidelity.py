@@ -147,6 +147,21 @@ def test_slow_rounds_inside_bursts_are_not_held_against_it():
     assert f.faithful and f.calm_rounds == 50
 
 
+def test_under_a_control_preset_every_round_is_calm():
+    """A control's windows (sham, a calibration under `Preset.control`) change nothing on the
+    network: its rounds are all calm, and their CPU cost counts against the run."""
+    r = _rounds(50, bound_ratio=1.8)
+    window = float(r["t_end_s"].iloc[-1]) + 1.0
+    bursts = schema.coerce("bursts", [{
+        "run_id": "r", "event_id": 0, "link": "h1-r_e0_0", "direction": "h1->r_e0_0",
+        "kind": "loss", "magnitude": 0.0, "planned_start_s": 0.0, "planned_end_s": window,
+        "applied_start_s": 0.0, "applied_end_s": window, "drops": 0,
+    }])  # fmt: skip
+    assert fidelity.judge(r, bursts, _info(preset_role="burst")).faithful is None
+    control = fidelity.judge(r, bursts, _info(preset_role="control"))
+    assert control.faithful is False and control.calm_rounds == 50
+
+
 def test_tcp_has_no_loop_of_ours_and_is_judged_by_its_pacing_only():
     r = _rounds(late_ms=np.nan)
     info = _info(transport_params={})  # the bound falls back to the link rate

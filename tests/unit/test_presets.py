@@ -37,6 +37,29 @@ def test_sham_has_heavys_windows():
     assert sham.streams[1].sham and sham.streams[0].magnitude == 0
 
 
+@pytest.mark.parametrize("name", presets.builtin_names())
+def test_a_control_keeps_the_windows_and_drops_the_network_effect(name):
+    """Preset.control, what `--dilation auto` calibrates under: the same streams (so the same
+    seeded windows), none of which changes what a worker's packets meet; written as TOML, it
+    reads back as itself."""
+    preset = presets.load(name)
+    control = preset.control()
+    assert control.role == "control" and len(control.streams) == len(preset.streams)
+    for s, c in zip(preset.streams, control.streams, strict=True):
+        assert (c.arrival, c.duration_s, c.rounds, c.targets) == (
+            s.arrival,
+            s.duration_s,
+            s.rounds,
+            s.targets,
+        )
+        assert c.sham if s.kind == "incast" else c.magnitude == presets.NEUTRAL[s.kind]
+    assert parse_preset(presets.dump_preset(control)) == control
+
+
+def test_the_control_of_heavy_is_sham():
+    assert presets.load("heavy").control().hash == presets.load("sham").hash
+
+
 def test_hash_ignores_name_and_prose_but_not_content():
     a = parse_preset(GOOD)
     b = parse_preset(GOOD.replace('"mine"', '"other"\ndescription = "x"'))
