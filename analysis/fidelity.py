@@ -43,6 +43,13 @@ from analysis.windows import in_burst
 
 #: The quantile of the loop's lateness that must stay within one idle gap (see above).
 LATE_QUANTILE = 0.95
+#: A calibration passes the lateness clause only within this share of the idle gap: the D it
+#: picks must leave a run of the shape room to be later than its calibration. The loop's
+#: lateness is mostly the scheduler's wake-up delay (4 ranks on 2 cores: ~3.5 ms of wall time
+#: at the p95 at D = 2 and at D = 4 alike), which dilation divides by D; at D = 2 under heavy's
+#: control the calibration's p95 was 1.81 ms and two runs of the shape 1.41 and 1.88 ms against
+#: the 2 ms gap, and CI, 1.5x slower, failed such runs. Half the gap is a choice, not a fit.
+CALIBRATION_LATE_SHARE = 0.5
 #: Calm rounds slower than this many times their pacing bound (median) make a run unfaithful,
 #: with or without a reference (the backstop).
 CALM_BOUND_MAX = 1.5
@@ -176,9 +183,12 @@ def _wire_bytes(payload: pd.Series, mtu: int) -> pd.Series:
     return payload + np.ceil(payload / per_dgram) * DGRAM_OVERHEAD
 
 
-def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> Fidelity:
+def judge(
+    rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo, late_share: float = 1.0
+) -> Fidelity:
     """The verdict on one run's rounds (all ranks) given its bursts and run.json (whose
-    `calibration` is the shape and seed's `Reference`, when one was measured)."""
+    `calibration` is the shape and seed's `Reference`, when one was measured); the loop's
+    lateness may reach `late_share` of the idle gap (a calibration's: CALIBRATION_LATE_SHARE)."""
     ref = Reference.from_dict(info.calibration)
     if info.preset_role == "control":
         bursts = bursts.iloc[0:0]  # its windows change nothing on the network: all rounds calm
@@ -190,10 +200,12 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
     gap_ms = float(info.transport_params.get("gap_ms") or DEFAULT_GAP_MS) / max(info.dilation, 1.0)
     late_ms = r["loop_late_ms"].dropna()
     late_q = float(late_ms.quantile(LATE_QUANTILE)) if len(late_ms) else None
-    if late_q is not None and late_q > gap_ms:
+    if late_q is not None and late_q > late_share * gap_ms:
+        share = "one idle gap" if late_share == 1 else f"{late_share:g} of the idle gap"
         reasons.append(
             f"the transport loop woke {late_q:.1f} ms late after its timer at the "
-            f"p{LATE_QUANTILE * 100:.0f} of {len(late_ms)} rounds (> one idle gap, {gap_ms:.1f} ms)"
+            f"p{LATE_QUANTILE * 100:.0f} of {len(late_ms)} rounds "
+            f"(> {share}, {late_share * gap_ms:.1f} ms)"
         )
     calm = r[~in_burst(r, bursts)] if not bursts.empty else r
     ratio, judged_pacing = None, False
@@ -235,12 +247,12 @@ def judge(rounds: pd.DataFrame, bursts: pd.DataFrame, info: schema.RunInfo) -> F
     )
 
 
-def judge_run(run_dir: Path) -> Fidelity:
+def judge_run(run_dir: Path, late_share: float = 1.0) -> Fidelity:
     """The verdict from a run folder's own files (rounds, bursts, run.json)."""
     info = schema.RunInfo.model_validate_json((Path(run_dir) / "run.json").read_text())
     rounds = schema.read_table(run_dir, "rounds")
     bursts = schema.read_table(run_dir, "bursts")
-    return judge(rounds, bursts, info)
+    return judge(rounds, bursts, info, late_share)
 
 
 def sham_shift(

@@ -261,14 +261,14 @@ def _runs(
 ) -> list[Fidelity]:
     """The verdicts of `repeats` calibration runs at D; RuntimeError naming one that did not
     end ok (a D is never picked, nor a reference set, on a run that did not happen)."""
-    from analysis.fidelity import judge_run
+    from analysis.fidelity import CALIBRATION_LATE_SHARE, judge_run
 
     verdicts = []
     for r in range(repeats):
         status, run_dir, reason = run(calibration_spec(spec, d, r, burst), out_dir)
         if status != "ok" or run_dir is None:
             raise RuntimeError(f"calibration at D={d:g} {status}: {reason}")
-        verdicts.append(judge_run(run_dir))
+        verdicts.append(judge_run(run_dir, late_share=CALIBRATION_LATE_SHARE))
     return verdicts
 
 

@@ -152,7 +152,7 @@ def _calibrate(tmp_path, monkeypatch, calm_at, repeats=1, faithful_at=lambda d: 
         ran.append(s)
         return "ok", out_dir / s.run_id, ""
 
-    def judge(run_dir):
+    def judge(run_dir, late_share):
         s = next(s for s in ran if s.run_id == run_dir.name)
         repeat = int(s.run_id.partition("-")[2] or 0)
         return _v(faithful_at(s.dilation), calm_at(s.dilation, repeat))
@@ -236,11 +236,13 @@ def test_a_new_seed_measures_its_reference_at_the_known_d(tmp_path, monkeypatch)
         ran.append(s)
         return "ok", out_dir / s.run_id, ""
 
-    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _v(True, 1.2))
+    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d, late_share: _v(True, 1.2))
     ref = dilation.reference_at(spec, 2.0, tmp_path, run, repeats=2)
     assert [(s.dilation, s.seed) for s in ran] == [(2.0, 7), (2.0, 7)]  # no ladder
     assert (ref.dilation, ref.seed, ref.calm_ratio) == (2.0, 7, pytest.approx(1.2))
-    monkeypatch.setattr(analysis.fidelity, "judge_run", lambda d: _v(False, 1.6, "slow"))
+    monkeypatch.setattr(
+        analysis.fidelity, "judge_run", lambda d, late_share: _v(False, 1.6, "slow")
+    )
     assert dilation.reference_at(spec, 2.0, tmp_path, run) is None
 
 

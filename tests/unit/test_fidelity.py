@@ -68,6 +68,18 @@ def test_a_loop_late_by_more_than_an_idle_gap_at_its_p95_is_unfaithful():
     assert "woke 6.0 ms late" in f.reasons[0] and "idle gap, 2.0 ms" in f.reasons[0]
 
 
+def test_a_calibration_must_leave_the_run_room_to_be_late():
+    """A calibration's lateness may reach only CALIBRATION_LATE_SHARE of the gap: a D at which
+    the calibration itself nearly fails leaves its runs none."""
+    r = _rounds(late_ms=1.8)  # within the 2 ms gap
+    assert fidelity.judge(r, NO_BURSTS, _info()).faithful is True
+    share = fidelity.CALIBRATION_LATE_SHARE
+    f = fidelity.judge(r, NO_BURSTS, _info(), late_share=share)
+    assert (
+        f.faithful is False and f"{share:g} of the idle gap, {2.0 * share:.1f} ms" in f.reasons[0]
+    )
+
+
 def _ref(calm: float = 1.06, tol: float = 0.1) -> dict:
     return fidelity.Reference(1.0, 0, calm, tol, "3 calibrations").as_dict()
 
