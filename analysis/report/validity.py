@@ -30,6 +30,20 @@ def _names(ids: Sequence[str], limit: int = NAMED_RUNS) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def _gone(r: pd.DataFrame) -> str:
+    """The variants left out of the tables altogether (every run of them unfaithful), so that
+    a reader missing a label from the tables learns why."""
+    bad = r["unfaithful"].astype(bool)
+    kept = r.loc[~bad & (r["status"] == "ok"), "label"]
+    gone = sorted(set(r.loc[bad, "label"]) - set(kept))
+    if not gone:
+        return ""
+    shown = ", ".join(gone[:NAMED_RUNS]) + (
+        f" and {len(gone) - NAMED_RUNS} more" if len(gone) > NAMED_RUNS else ""
+    )
+    return f"; no run left of {shown}"
+
+
 def _other_warnings(warnings: str) -> list[str]:
     """A run's orchestrator warnings the flags do not already say (unfaithful, oversubscribed)."""
     said = ("unfaithful", "oversubscribed")
@@ -69,6 +83,7 @@ def run_warnings(runs: Runs) -> list[str]:
                 ""
                 if runs.include_unfaithful
                 else "; left out of every aggregate (--include-unfaithful puts them back)"
+                + _gone(r)
             )
         )
     k, ids = of(r["not_judged"].astype(bool))

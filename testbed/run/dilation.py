@@ -15,17 +15,18 @@ t0 (the first step, the schedule's t = 0) for every table, so bursts still line 
 A column's unit is its name's: `*_s` a CLOCK_MONOTONIC timestamp, `*_ms` a duration, `mbps` a
 rate (analysis/schema.py); the rest are counts and fractions.
 
-`--dilation auto` picks D before the run: a short run of the run's own shape without bursts
-(an all-reduce: CALIBRATION_ROUNDS rounds of its size; a training run: CALIBRATION_STEPS steps of
-its model, batch and workers, since its compute competes with its transport for the cores) at
-each of CALIBRATION_DILATIONS, `calibrations()` times each, judged by
-`analysis.fidelity.judge_run`. A faithful D is kept only if AGAINST times its D does not speed
-its calm rounds up beyond the verdict's margin (`short_of_cpu`): time dilation changes nothing a
-faithful run measures (DieCast's premise), so a D whose calm rounds a larger D makes faster was
-short of CPU, even when nothing else faults it (a calibration made while other processes load
-the machine judges itself against nothing). The smallest D kept wins (`choose`), and its calm
-ratio, with the tolerance, becomes the seed's `Reference`: every later run of the shape and
-seed, at any D, is judged against it.
+`--dilation auto` picks D before the run: a short run of the run's own shape under its
+preset's control (`calibration_burst`: the bursts' CPU cost without their effect; an all-reduce:
+CALIBRATION_ROUNDS rounds of its size; a training run: CALIBRATION_STEPS steps of its model,
+batch and workers, since its compute competes with its transport for the cores) at each of
+CALIBRATION_DILATIONS, `calibrations()` times each, judged by `analysis.fidelity.judge_run`
+with the loop's lateness held to CALIBRATION_LATE_SHARE of the gap. A faithful D is kept only
+if AGAINST times its D does not speed its calm rounds up beyond the verdict's margin
+(`short_of_cpu`): time dilation changes nothing a faithful run measures (DieCast's premise), so
+a D whose calm rounds a larger D makes faster was short of CPU, even when nothing else faults
+it (a calibration made while other processes load the machine judges itself against nothing).
+The smallest D kept wins (`choose`), and its calm ratio, with the tolerance, becomes the seed's
+`Reference`: every later run of the shape and seed, at any D, is judged against it.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ def test_sweep_report_headline_and_failed_run_flagged(tmp_path):
     top = text.split("## Headline")[0]
     assert "1 of 6 runs FAILED, not aggregated (partial data): `bad`: rank 2 exited 1" in top
     assert "1 of 6 runs UNFAITHFUL" in top and "(`hungry`)" in top
+    # its variant is gone from every table (the other tcp run failed): the warning says so
+    assert "(--include-unfaithful puts them back); no run left of tcp" in top
     assert "| bad | train | tcp | heavy | 0 | failed | rank 2 exited 1 |" in text
     paper = pd.read_csv(out / "tables" / "paper.csv")
     # tcp's one ok run is unfaithful: left out of the aggregates unless asked for
