@@ -145,7 +145,7 @@ def tolerance(
     s, dof, runs = spread(ratios_by_d)
     if not dof:
         tol = MACHINE_TOLERANCE.get(workload, max(MACHINE_TOLERANCE.values()))
-        return tol, "this machine's (benchmarks.fidelity_control)"
+        return tol, "spread this machine showed (benchmarks.fidelity_control)"
     n = min(len(g) for g in ratios_by_d if len(g) >= 2)
     return t_bound(s, dof, versus, n), f"{TOLERANCE_CONFIDENCE:.0%} t-bound of {runs} calibrations"
 
