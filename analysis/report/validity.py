@@ -25,8 +25,8 @@ from analysis.tables.common import rejections_text
 NAMED_RUNS = 3
 
 
-def _names(ids: Sequence[str], limit: int = NAMED_RUNS) -> str:
-    shown = ", ".join(f"`{i}`" for i in ids[:limit])
+def _names(ids: Sequence[str], limit: int = NAMED_RUNS, form: str = "`{}`") -> str:
+    shown = ", ".join(form.format(i) for i in ids[:limit])
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
@@ -36,12 +36,7 @@ def _gone(r: pd.DataFrame) -> str:
     bad = r["unfaithful"].astype(bool)
     kept = r.loc[~bad & (r["status"] == "ok"), "label"]
     gone = sorted(set(r.loc[bad, "label"]) - set(kept))
-    if not gone:
-        return ""
-    shown = ", ".join(gone[:NAMED_RUNS]) + (
-        f" and {len(gone) - NAMED_RUNS} more" if len(gone) > NAMED_RUNS else ""
-    )
-    return f"; no run left of {shown}"
+    return f"; no run left of {_names(gone, form='{}')}" if gone else ""
 
 
 def _other_warnings(warnings: str) -> list[str]:
